@@ -1,0 +1,143 @@
+"""Test cases, drawn deterministically from a seed: the same seed always gives the same cases.
+
+Public cases come from the spec's public seed; hidden cases from the grader's secret seed. Each
+case has its own random stream (seed + case name), so adding a case never changes the others.
+"""
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from grader.spec import CaseTemplate, Spec
+
+INPUT_NAMES = ("input_ids", "w_emb", "pos_embed", "blocks_weights", "mask_indicator")
+DIFFERENTIABLE_INPUTS = ("w_emb", "pos_embed", "blocks_weights")
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+SHAPE_KEYS = ("N", "T", "H", "d_head", "B", "V")
+
+
+@dataclass
+class Case:
+    name: str
+    family: str
+    public: bool
+    dtype: str  # "float32" or "float64"
+    num_heads: int
+    inputs: dict[str, Tensor]  # keyed by INPUT_NAMES
+    grad_output: Tensor  # (M, V) upstream gradient for the gradient check
+
+    @property
+    def shape(self) -> dict[str, int]:
+        n, t = self.inputs["input_ids"].shape
+        v, d = self.inputs["w_emb"].shape
+        return {
+            "N": n,
+            "T": t,
+            "D": d,
+            "H": self.num_heads,
+            "B": self.inputs["blocks_weights"].shape[0],
+            "V": v,
+            "M": self.grad_output.shape[0],
+        }
+
+    def shape_text(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.shape.items())
+
+
+def seed_public_id(seed: str) -> str:
+    """A short, non-reversible name for a seed, safe to print in reports."""
+    return hashlib.sha256(f"mlm-grader-seed:{seed}".encode()).hexdigest()[:12]
+
+
+def _rng(seed: str, case_name: str) -> np.random.Generator:
+    digest = hashlib.sha256(f"{seed}/{case_name}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:16], "little"))
+
+
+def _draw(rng: np.random.Generator, value: Any) -> Any:
+    """A fixed value stays; [low, high] is drawn uniformly (inclusive for integers); a list of
+    strings is a choice."""
+    if not isinstance(value, list):
+        return value
+    if all(isinstance(v, str) for v in value):
+        return str(rng.choice(value))
+    low, high = value
+    if isinstance(low, int) and isinstance(high, int):
+        return int(rng.integers(low, high + 1))
+    return float(rng.uniform(low, high))
+
+
+def _soft_mask(rng: np.random.Generator, n: int, t: int, dtype: np.dtype) -> np.ndarray:
+    """Values around the 0.5 threshold: exactly 0.5 and its float neighbours, values in (0, 1),
+    below 0 and above 1, so every wrong selection rule picks a different set."""
+    half = dtype.type(0.5)
+    must_have = [
+        half,
+        np.nextafter(half, dtype.type(1)),
+        np.nextafter(half, dtype.type(0)),
+        0.3, 0.7, 1.3, -0.2, -0.7,
+    ]  # fmt: skip
+    values = rng.uniform(-0.8, 1.8, n * t).astype(dtype)
+    slots = rng.permutation(n * t)[: len(must_have)]
+    values[slots] = np.array(must_have[: len(slots)], dtype=dtype)
+    return values.reshape(n, t)
+
+
+def _mask(rng: np.random.Generator, kind: str, prob: float, n: int, t: int, dtype: np.dtype) -> np.ndarray:
+    if kind == "none":
+        return np.zeros((n, t), dtype)
+    if kind == "all":
+        return np.ones((n, t), dtype)
+    if kind == "soft":
+        return _soft_mask(rng, n, t, dtype)
+    mask = (rng.random((n, t)) < prob).astype(dtype)
+    if not mask.any():  # a binary case always has something to predict
+        mask[rng.integers(n), rng.integers(t)] = 1
+    return mask
+
+
+def make_case(template: CaseTemplate, seed: str, threshold: float) -> Case:
+    rng = _rng(seed, template.name)
+    s = {key: _draw(rng, value) for key, value in sorted(template.settings.items())}
+    dtype = np.dtype(s["dtype"])
+    n, t, h, d_head, b, v = (s[k] for k in SHAPE_KEYS)
+    d = h * d_head
+
+    def normal(std: float, *shape: int) -> np.ndarray:
+        return rng.normal(0.0, std, shape).astype(dtype)
+
+    input_ids = rng.integers(0, v, (n, t), dtype=np.int64)
+    w_emb = normal(s["emb_std"], v, d)
+    pos_embed = normal(s["emb_std"], t, d)
+    gains = [s["qk_gain"], s["qk_gain"], 1.0, s["out_gain"], s["mlp_gain"], s["out_gain"]]
+    blocks = np.stack([normal(g / np.sqrt(d), b, d, d) for g in gains], axis=1) if b else np.zeros((0, 6, d, d), dtype)
+    mask = _mask(rng, s["mask"], s["mask_prob"], n, t, dtype)
+    m = int((mask > threshold).sum())
+    grad_output = normal(1.0, m, v)
+
+    arrays = {"input_ids": input_ids, "w_emb": w_emb, "pos_embed": pos_embed, "blocks_weights": blocks, "mask_indicator": mask}
+    return Case(
+        name=template.name,
+        family=template.family,
+        public=s["visibility"] == "public",
+        dtype=s["dtype"],
+        num_heads=h,
+        inputs={name: torch.from_numpy(np.ascontiguousarray(arrays[name])) for name in INPUT_NAMES},
+        grad_output=torch.from_numpy(grad_output),
+    )
+
+
+def make_cases(spec: Spec, hidden_seed: str, public_only: bool = False) -> list[Case]:
+    """Public cases first (from the public seed), then hidden ones (from hidden_seed)."""
+    cases = []
+    for template in spec.templates:
+        public = template.settings["visibility"] == "public"
+        if public or not public_only:
+            seed = spec.public_seed if public else hidden_seed
+            cases.append(make_case(template, seed, spec.mask_threshold))
+    cases.sort(key=lambda case: not case.public)
+    return cases

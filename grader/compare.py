@@ -1,0 +1,78 @@
+"""How closeness is judged, and the torch.testing-style explanation of a mismatch.
+
+An element passes when |got - expected| <= tolerance * max|expected| and got is finite. Expected
+values are float64; the scale is the largest expected magnitude of the whole tensor, so the test
+does not depend on how the weights happened to be scaled, and tiny entries of a large tensor are
+judged at the tensor's precision (an absolute error in units of the output's size).
+"""
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+
+@dataclass(frozen=True)
+class Closeness:
+    passed: bool
+    max_abs: float  # greatest |got - expected| (inf when got has a non-finite value)
+    max_rel: float  # max_abs / max|expected|: the error as a fraction of the tensor's scale
+    message: str  # empty when passed
+
+
+def _index(flat_index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    index = []
+    for size in reversed(shape):
+        index.append(flat_index % size)
+        flat_index //= size
+    return tuple(reversed(index))
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def compare_values(expected: Tensor, got: Tensor, tolerance: float, show_values: bool) -> Closeness:
+    """expected and got must have the same shape; show_values adds the two numbers at the worst
+    index (only for cases whose data the candidate may see)."""
+    expected = expected.detach().to(torch.float64).cpu()
+    got = got.detach().to(torch.float64).cpu()
+    total = expected.numel()
+    if total == 0:
+        return Closeness(True, 0.0, 0.0, "")
+    scale = expected.abs().max().item()
+    allowed = tolerance * scale
+    finite = torch.isfinite(got)
+    diff = torch.where(finite, (got - expected).abs(), torch.full_like(got, math.inf))
+    mismatched = diff > allowed
+    count = int(mismatched.sum())
+    worst = int(diff.argmax())
+    max_abs = diff.reshape(-1)[worst].item()
+    max_rel = max_abs / scale if scale > 0 else (0.0 if max_abs == 0 else math.inf)
+    if count == 0:
+        return Closeness(True, max_abs, max_rel, "")
+
+    relative = diff / expected.abs()  # inf where expected is 0, as in torch.testing
+    worst_rel = int(torch.nan_to_num(relative, nan=math.inf).argmax())
+    shape = tuple(expected.shape)
+    lines = [f"Mismatched elements: {count} / {total} ({100 * count / total:.1f}%)"]
+    nonfinite = int((~finite).sum())
+    if nonfinite:
+        lines.append(f"Non-finite values returned: {nonfinite} (NaN and inf never pass; the expected values are all finite)")
+    lines.append(
+        f"Greatest absolute difference: {_fmt(max_abs)} at index {_index(worst, shape)} "
+        f"(up to {_fmt(allowed)} allowed = {tolerance:g} x max|expected| {_fmt(scale)})"
+    )
+    lines.append(f"Greatest relative difference: {_fmt(relative.reshape(-1)[worst_rel].item())} at index {_index(worst_rel, shape)}")
+    if show_values:
+        at = _index(worst, shape)
+        lines.append(f"At index {at}: expected {_fmt(expected[at].item())}, got {_fmt(got[at].item())}")
+    return Closeness(False, max_abs, max_rel, "\n".join(lines))
+
+
+def bitwise_equal(a: Tensor, b: Tensor) -> bool:
+    """True when a and b have the same dtype, shape and bytes (so -0.0 differs from 0.0)."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    return a.contiguous().numpy().tobytes() == b.contiguous().numpy().tobytes()

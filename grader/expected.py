@@ -1,0 +1,38 @@
+"""The hidden reference run on a case, in float64: the outputs and gradients to compare against.
+
+float32 cases are judged against float64 results computed from the very same (float32-valued)
+inputs, so the only error left is the submission's own rounding.
+"""
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from grader.cases import DIFFERENTIABLE_INPUTS, Case
+from reference import mlm_forward_tied
+
+
+@dataclass(frozen=True)
+class Expected:
+    output: Tensor  # (M, V) float64
+    grads: dict[str, Tensor]  # d(<output, grad_output>)/d(input), float64, keyed by input name
+
+
+def expected_for(case: Case) -> Expected:
+    inputs = {
+        name: tensor.to(torch.float64, copy=True) if tensor.is_floating_point() else tensor
+        for name, tensor in case.inputs.items()
+    }
+    for name in DIFFERENTIABLE_INPUTS:
+        inputs[name].requires_grad_(True)
+    output = mlm_forward_tied(**inputs, num_heads=case.num_heads)
+    wrt = [inputs[name] for name in DIFFERENTIABLE_INPUTS]
+    grads = torch.autograd.grad(output, wrt, grad_outputs=case.grad_output.to(torch.float64), allow_unused=True)
+    return Expected(
+        output=output.detach(),
+        grads={
+            name: torch.zeros_like(inputs[name]).detach() if grad is None else grad
+            for name, grad in zip(DIFFERENTIABLE_INPUTS, grads)
+        },
+    )

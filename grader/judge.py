@@ -1,0 +1,217 @@
+"""From a submission file to a report: static checks, the child run, per-case judgement, verdict.
+
+Everything that decides a verdict happens here, in the grader's process, from raw tensors the
+child returned. The child never sees expected values, the reference or the secret seed.
+"""
+
+import ast
+import os
+import stat
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from torch import Tensor
+
+from grader import policy
+from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, Case, make_cases, seed_public_id
+from grader.compare import bitwise_equal, compare_values
+from grader.expected import Expected, expected_for
+from grader.results import NOT_RUN, PASSED, CaseResult, Report, Verdict
+from grader.sandbox import Child, ChildGone, ChildProtocolError, ChildTimeout, Exit
+from grader.spec import Limits, Spec
+
+ISOLATION = "process"  # a separate process with rlimits; no file-system or network isolation
+
+
+class Rejection(Exception):
+    """The whole run gets one verdict without per-case results (a static check or start-up failed)."""
+
+    def __init__(self, verdict: Verdict, message: str) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+        self.message = message
+
+
+def read_source(path: Path, limit: int) -> tuple[bytes, ast.Module]:
+    """The file's bytes and syntax tree, or Rejection(compile_error) saying why not."""
+    def reject(why: str) -> Rejection:
+        return Rejection(Verdict.COMPILE_ERROR, f"{path.name}: {why}")
+
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise reject("not a regular file")
+        if info.st_size > limit:
+            raise reject(f"the file is {info.st_size} bytes; the limit is {limit} bytes ({limit // 1024} KiB)")
+        with open(path, "rb") as f:
+            source = f.read(limit + 1)
+    except OSError as error:
+        raise reject(f"cannot be read ({error.strerror})") from None
+    if len(source) > limit:
+        raise reject(f"the file is over the limit of {limit} bytes")
+    try:
+        text = source.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = source[: error.start].count(b"\n") + 1
+        raise reject(f"line {line}: the file is not valid UTF-8 (byte {source[error.start]:#04x} at offset {error.start})") from None
+    try:
+        tree = ast.parse(text, filename=path.name)
+    except SyntaxError as error:
+        where = f"line {error.lineno}, column {error.offset}" if error.lineno else "unknown position"
+        shown = f"\n    {error.text.rstrip()}" if error.text else ""
+        raise reject(f"syntax error at {where}: {error.msg}{shown}") from None
+    except ValueError as error:  # e.g. NUL bytes
+        raise reject(f"cannot be parsed: {error}") from None
+    return source, tree
+
+
+def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: dict[str, Tensor], spec: Spec, result: CaseResult) -> None:
+    """Fill in result's status, failed check and message from the child's reply and raw tensors."""
+
+    def fail(status: str, check: str, message: str) -> None:
+        result.status, result.check, result.message = status, check, message
+
+    if "error" in reply:
+        status = Verdict.MEMORY_LIMIT_EXCEEDED if reply.get("memory") else Verdict.RUNTIME_ERROR
+        during = "the gradient call (backward through your result)" if reply.get("phase") == "gradient" else "the call"
+        return fail(status, "exception", f"raised during {during}:\n{reply['error'].rstrip()}")
+    if reply.get("forbidden"):
+        return fail(Verdict.FORBIDDEN_API, "runtime guard", reply["forbidden"])
+
+    out = reply.get("output", {})
+    m, v = expected.output.shape
+    if out.get("type") != "torch.Tensor":
+        return fail(Verdict.WRONG_ANSWER, "type", f"returned a {out.get('type')}; expected a torch.Tensor (exactly, not a subclass)")
+    if out["shape"] != [m, v]:
+        return fail(Verdict.WRONG_ANSWER, "shape", f"returned shape {tuple(out['shape'])}; expected (M, vocab_size) = ({m}, {v})")
+    if out["dtype"] != case.dtype:
+        return fail(Verdict.WRONG_ANSWER, "dtype", f"returned dtype {out['dtype']}; expected {case.dtype}, the dtype of the float inputs")
+    if out["device"] != "cpu":
+        return fail(Verdict.WRONG_ANSWER, "device", f"returned a tensor on {out['device']}; expected it on cpu, where the inputs are")
+
+    values = compare_values(expected.output, tensors["output"], spec.tolerance[case.dtype], show_values=case.public)
+    result.max_abs, result.max_rel = values.max_abs, values.max_rel
+    if not values.passed:
+        return fail(Verdict.WRONG_ANSWER, "values", "the logits are not close to the expected ones\n" + values.message)
+
+    changed = [name for name in INPUT_NAMES if not bitwise_equal(case.inputs[name], tensors[f"after_{name}"])]
+    if changed:
+        return fail(Verdict.WRONG_ANSWER, "inputs", f"modified its input {', '.join(changed)} in place; inputs must be left unchanged")
+
+    for name in DIFFERENTIABLE_INPUTS:
+        grad = compare_values(expected.grads[name], tensors[f"grad_{name}"], spec.gradient_tolerance[case.dtype], show_values=case.public)
+        if not grad.passed:
+            cut = "" if reply.get("differentiable") else " (the result does not require grad: it is cut off from the inputs' autograd graph)"
+            return fail(Verdict.WRONG_ANSWER, "gradient", f"the gradient reaching {name} is wrong{cut}\n{grad.message}")
+    result.status = PASSED
+
+
+def cpu_seconds_used(pid: int) -> float:
+    """CPU time of a process that has ended but not yet been reaped (a zombie keeps its counters)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def classify_exit(exit: Exit, cpu_used: float, limits: Limits, during: str) -> tuple[Verdict, str]:
+    """The verdict for a child that ended when it should not have, from how it really ended."""
+    name = exit.signal_name
+    if name == "SIGXCPU" or (name == "SIGKILL" and not exit.killed_by_grader and cpu_used >= limits.cpu_seconds):
+        return Verdict.TIME_LIMIT_EXCEEDED, f"used more than {limits.cpu_seconds} s of CPU time {during}"
+    if name == "SIGXFSZ":
+        return Verdict.RUNTIME_ERROR, f"wrote a file larger than the limit of {limits.file_size_mib} MiB {during}"
+    if name is not None:
+        return Verdict.RUNTIME_ERROR, f"the process was killed by {name} {during}"
+    return Verdict.RUNTIME_ERROR, f"the process exited with status {exit.returncode} {during} (exit() or os._exit() in the submission?)"
+
+
+def _startup(child: Child, limits: Limits) -> tuple[Verdict, str] | None:
+    """None when the child has loaded the submission and found the entry point; else why not."""
+    try:
+        child.send({"kind": "start"})
+        reply, _ = child.receive(limits.startup_seconds)
+    except ChildTimeout:
+        return Verdict.TIME_LIMIT_EXCEEDED, f"loading the submission took longer than {limits.startup_seconds:g} s (work at import time?)"
+    except ChildGone:
+        return classify_exit(child.exit(), cpu_seconds_used(child.process.pid), limits, "while loading the submission")
+    except ChildProtocolError as error:
+        return Verdict.RUNTIME_ERROR, f"the submission's process sent malformed data on the grader's channel: {error}"
+    if reply["kind"] == "import_failed":
+        status = Verdict.MEMORY_LIMIT_EXCEEDED if reply.get("memory") else Verdict.RUNTIME_ERROR
+        return status, "importing the submission failed:\n" + reply["error"].rstrip()
+    if reply["kind"] == "invalid":
+        return Verdict.INVALID_SUBMISSION, reply["message"]
+    return None
+
+
+def _run_cases(child: Child, cases: list[Case], results: list[CaseResult], spec: Spec) -> None:
+    expected = [expected_for(case) for case in cases]  # while the child is still importing torch
+    limits = spec.limits
+    problem = _startup(child, limits)
+    if problem:
+        for result in results:
+            result.status, result.message = problem[0], "not run: " + problem[1].splitlines()[0]
+        raise Rejection(*problem)
+    for case, exp, result in zip(cases, expected, results):
+        started = time.monotonic()
+        during = f"during case {case.name}"
+        try:
+            child.send({"kind": "case", "name": case.name, "num_heads": case.num_heads}, case.inputs | {"grad_output": case.grad_output})
+            reply, tensors = child.receive(limits.case_seconds)
+        except ChildTimeout:
+            result.status, result.check = Verdict.TIME_LIMIT_EXCEEDED, "time"
+            result.message = f"did not finish within {limits.case_seconds:g} s (the limit for one case)"
+            return
+        except ChildGone:
+            result.status, result.message = classify_exit(child.exit(), cpu_seconds_used(child.process.pid), limits, during)
+            result.check = "process"
+            return
+        except ChildProtocolError as error:
+            result.status, result.check = Verdict.RUNTIME_ERROR, "process"
+            result.message = f"the submission's process sent malformed data on the grader's channel: {error}"
+            return
+        result.seconds = time.monotonic() - started
+        judge_reply(case, exp, reply, tensors, spec, result)
+
+
+def overall(results: list[CaseResult]) -> tuple[Verdict, str]:
+    """A forbidden operator anywhere decides; otherwise the first failing case does."""
+    failed = [r for r in results if not r.passed and r.status != NOT_RUN]
+    if not failed:
+        return Verdict.ACCEPTED, f"all {len(results)} cases passed"
+    forbidden = [r for r in failed if r.status == Verdict.FORBIDDEN_API]
+    first = forbidden[0] if forbidden else failed[0]
+    passed = sum(r.passed for r in results)
+    return Verdict(first.status), f"case {first.name} failed ({passed} of {len(results)} cases passed): {first.message}"
+
+
+def grade(path: Path, spec: Spec, hidden_seed: str, public_only: bool = False) -> Report:
+    """Grade one submission file. Never raises for anything the submission does."""
+    started = time.monotonic()
+    report = Report(Verdict.GRADER_ERROR, "", str(path), seed_public_id(hidden_seed), ISOLATION)
+    try:
+        source, tree = read_source(path, spec.limits.source_bytes)
+        violations = policy.check(tree, source.decode(), spec.policy)
+        if violations:
+            raise Rejection(Verdict.FORBIDDEN_API, policy.explain(violations))
+    except Rejection as rejection:
+        report.verdict, report.message = rejection.verdict, rejection.message
+        report.seconds = time.monotonic() - started
+        return report
+
+    cases = make_cases(spec, hidden_seed, public_only)
+    report.cases = [CaseResult(c.name, c.family, c.dtype, c.public, c.shape_text()) for c in cases]
+    with tempfile.TemporaryDirectory(prefix="mlm-grader-") as workdir:
+        with Child(Path(workdir), source, path.name, spec.entry_point, spec.parameters, spec.limits) as child:
+            try:
+                _run_cases(child, cases, report.cases, spec)
+                report.verdict, report.message = overall(report.cases)
+            except Rejection as rejection:
+                report.verdict, report.message = rejection.verdict, rejection.message
+        report.stdout, report.stderr = child.stdout.text(), child.stderr.text()
+    report.seconds = time.monotonic() - started
+    return report

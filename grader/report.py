@@ -1,0 +1,1 @@
+"""Renders a Report: a compact human table, or one JSON object."""

@@ -1,0 +1,109 @@
+"""The challenge's contract, read from problem/spec.toml into typed objects."""
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC_PATH = ROOT / "problem" / "spec.toml"
+
+
+@dataclass(frozen=True)
+class Limits:
+    source_bytes: int
+    startup_seconds: float
+    case_seconds: float
+    total_seconds: float
+    cpu_seconds: int
+    memory_mib: int
+    file_size_mib: int
+    open_files: int
+    output_bytes: int
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    description: str
+    hint: str
+    count: int
+    settings: dict[str, Any]  # defaults overlaid with the family's own values
+
+
+@dataclass(frozen=True)
+class CaseTemplate:
+    """A case before its values are drawn: a name, a family and settings (fixed or ranges)."""
+
+    name: str
+    family: str
+    settings: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Spec:
+    entry_point: str
+    parameters: tuple[str, ...]
+    mask_threshold: float
+    layer_norm_eps: float
+    limits: Limits
+    tolerance: dict[str, float]  # dtype name -> tolerance on outputs
+    gradient_tolerance: dict[str, float]  # dtype name -> tolerance on gradients
+    public_seed: str
+    default_hidden_seed: str
+    seed_env_var: str
+    families: dict[str, Family]
+    templates: tuple[CaseTemplate, ...]  # explicit cases, then each family's drawn ones
+    policy: dict[str, Any]
+
+
+def _templates(families: dict[str, Family], explicit: list[dict]) -> tuple[CaseTemplate, ...]:
+    templates = []
+    for case in explicit:
+        family = families[case["family"]]
+        settings = family.settings | {k: v for k, v in case.items() if k not in ("name", "family")}
+        templates.append(CaseTemplate(case["name"], family.name, settings))
+    for family in families.values():
+        for index in range(family.count):
+            templates.append(CaseTemplate(f"{family.name}_{index + 1}", family.name, family.settings))
+    names = [t.name for t in templates]
+    if len(names) != len(set(names)):
+        raise ValueError("case names in the spec must be unique")
+    return tuple(templates)
+
+
+def parse_spec(data: dict[str, Any]) -> Spec:
+    defaults = data["defaults"]
+    families = {}
+    for raw in data["families"]:
+        settings = defaults | {k: v for k, v in raw.items() if k not in ("name", "description", "hint", "count")}
+        families[raw["name"]] = Family(
+            name=raw["name"],
+            description=raw["description"],
+            hint=raw.get("hint", defaults["hint"]),
+            count=raw.get("count", defaults["count"]),
+            settings=settings,
+        )
+    problem = data["problem"]
+    return Spec(
+        entry_point=problem["entry_point"],
+        parameters=tuple(problem["parameters"]),
+        mask_threshold=problem["mask_threshold"],
+        layer_norm_eps=problem["layer_norm_eps"],
+        limits=Limits(**data["limits"]),
+        tolerance={k: v for k, v in data["tolerance"].items() if not isinstance(v, dict)},
+        gradient_tolerance=dict(data["tolerance"]["gradient"]),
+        public_seed=data["seeds"]["public"],
+        default_hidden_seed=data["seeds"]["default_hidden"],
+        seed_env_var=data["seeds"]["env_var"],
+        families=families,
+        templates=_templates(families, data.get("cases", [])),
+        policy=data.get("policy", {}),
+    )
+
+
+@cache
+def load_spec(path: Path = SPEC_PATH) -> Spec:
+    with open(path, "rb") as f:
+        return parse_spec(tomllib.load(f))
