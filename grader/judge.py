@@ -73,12 +73,12 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
     def fail(status: str, check: str, message: str) -> None:
         result.status, result.check, result.message = status, check, message
 
+    if reply.get("forbidden"):  # first: the guard's refusal may also have raised an exception
+        return fail(Verdict.FORBIDDEN_API, "runtime guard", reply["forbidden"])
     if "error" in reply:
         status = Verdict.MEMORY_LIMIT_EXCEEDED if reply.get("memory") else Verdict.RUNTIME_ERROR
         during = "the gradient call (backward through your result)" if reply.get("phase") == "gradient" else "the call"
         return fail(status, "exception", f"raised during {during}:\n{reply['error'].rstrip()}")
-    if reply.get("forbidden"):
-        return fail(Verdict.FORBIDDEN_API, "runtime guard", reply["forbidden"])
 
     out = reply.get("output", {})
     m, v = expected.output.shape
@@ -91,7 +91,8 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
     if out["device"] != "cpu":
         return fail(Verdict.WRONG_ANSWER, "device", f"returned a tensor on {out['device']}; expected it on cpu, where the inputs are")
 
-    values = compare_values(expected.output, tensors["output"], spec.tolerance[case.dtype], show_values=case.public)
+    tolerance, gradient_tolerance = spec.tolerances(case.family, case.dtype)
+    values = compare_values(expected.output, tensors["output"], tolerance, show_values=case.public)
     result.max_abs, result.max_rel = values.max_abs, values.max_rel
     if not values.passed:
         return fail(Verdict.WRONG_ANSWER, "values", "the logits are not close to the expected ones\n" + values.message)
@@ -101,7 +102,7 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
         return fail(Verdict.WRONG_ANSWER, "inputs", f"modified its input {', '.join(changed)} in place; inputs must be left unchanged")
 
     for name in DIFFERENTIABLE_INPUTS:
-        grad = compare_values(expected.grads[name], tensors[f"grad_{name}"], spec.gradient_tolerance[case.dtype], show_values=case.public)
+        grad = compare_values(expected.grads[name], tensors[f"grad_{name}"], gradient_tolerance, show_values=case.public)
         if not grad.passed:
             cut = "" if reply.get("differentiable") else " (the result does not require grad: it is cut off from the inputs' autograd graph)"
             return fail(Verdict.WRONG_ANSWER, "gradient", f"the gradient reaching {name} is wrong{cut}\n{grad.message}")
@@ -195,19 +196,21 @@ def grade(path: Path, spec: Spec, hidden_seed: str, public_only: bool = False) -
     report = Report(Verdict.GRADER_ERROR, "", str(path), seed_public_id(hidden_seed), ISOLATION)
     try:
         source, tree = read_source(path, spec.limits.source_bytes)
-        violations = policy.check(tree, source.decode(), spec.policy)
-        if violations:
-            raise Rejection(Verdict.FORBIDDEN_API, policy.explain(violations))
     except Rejection as rejection:
         report.verdict, report.message = rejection.verdict, rejection.message
         report.seconds = time.monotonic() - started
         return report
 
-    cases = make_cases(spec, hidden_seed, public_only)
-    report.cases = [CaseResult(c.name, c.family, c.dtype, c.public, c.shape_text()) for c in cases]
     with tempfile.TemporaryDirectory(prefix="mlm-grader-") as workdir:
-        with Child(Path(workdir), source, path.name, spec.entry_point, spec.parameters, spec.limits) as child:
+        # The child imports torch while we check the policy and build the cases; it runs no
+        # submission code until _startup sends it the start frame.
+        with Child(Path(workdir), source, path.name, spec) as child:
             try:
+                violations = policy.check(tree, source.decode(), spec.policy)
+                if violations:
+                    raise Rejection(Verdict.FORBIDDEN_API, policy.explain(violations))
+                cases = make_cases(spec, hidden_seed, public_only)
+                report.cases = [CaseResult(c.name, c.family, c.dtype, c.public, c.shape_text()) for c in cases]
                 _run_cases(child, cases, report.cases, spec)
                 report.verdict, report.message = overall(report.cases)
             except Rejection as rejection:

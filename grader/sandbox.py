@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 import torch
 
 from grader.child import wire
-from grader.spec import Limits
+from grader.spec import Spec
 
 CHILD_PACKAGE = Path(__file__).resolve().parent / "child"
 BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv[1]); from child.runner import main; main(sys.argv[2:])"
@@ -82,8 +82,8 @@ class CappedBuffer:
 class Child:
     """One child process running the submission; use as a context manager so it is always reaped."""
 
-    def __init__(self, workdir: Path, source: bytes, filename: str, spec_entry: str, parameters: tuple[str, ...], limits: Limits) -> None:
-        self.limits = limits
+    def __init__(self, workdir: Path, source: bytes, filename: str, spec: Spec) -> None:
+        self.limits = limits = spec.limits
         kit = workdir / "kit"
         shutil.copytree(CHILD_PACKAGE, kit / "child", ignore=shutil.ignore_patterns("__pycache__"))
         home = workdir / "home"
@@ -99,8 +99,10 @@ class Child:
             "request_fd": request_read,
             "result_fd": result_write,
             "submission": str(submission),
-            "entry_point": spec_entry,
-            "parameters": list(parameters),
+            "entry_point": spec.entry_point,
+            "parameters": list(spec.parameters),
+            "forbidden_functions": spec.policy["forbidden_functions"],
+            "forbidden_operators": spec.policy["forbidden_operators"],
         }
         env = {
             "PATH": "/usr/bin:/bin",
@@ -183,7 +185,7 @@ class Child:
         return item
 
     def kill(self) -> None:
-        if self.process.poll() is None:
+        if self.process.returncode is None:
             self.killed_by_grader = True
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
@@ -191,7 +193,7 @@ class Child:
             pass
 
     def exit(self, wait_seconds: float = 5.0) -> Exit:
-        """Wait briefly for the child to end by itself, else kill it; then its exit."""
+        """How the child ended: waits up to wait_seconds for it to end by itself, then kills it."""
         try:
             self.process.wait(timeout=wait_seconds)
         except subprocess.TimeoutExpired:
@@ -199,16 +201,17 @@ class Child:
             self.process.wait()
         return Exit(self.process.returncode, self.killed_by_grader)
 
-    def close(self) -> Exit:
+    def close(self) -> None:
+        """End the child and everything in its process group (all results are in by now), then
+        collect what is left of its output."""
+        self.kill()
+        self.process.wait()
+        for thread in self._threads:
+            thread.join(timeout=2)
         try:
             self.requests.close()
         except OSError:
             pass
-        result = self.exit()
-        self.kill()  # anything left in its process group
-        for thread in self._threads:
-            thread.join(timeout=2)
-        return result
 
     def __enter__(self) -> "Child":
         return self

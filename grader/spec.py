@@ -30,6 +30,8 @@ class Family:
     hint: str
     count: int
     settings: dict[str, Any]  # defaults overlaid with the family's own values
+    tolerance: dict[str, float]  # dtype -> override of the spec's tolerance on outputs
+    gradient_tolerance: dict[str, float]  # dtype -> override on gradients
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,14 @@ class Spec:
     templates: tuple[CaseTemplate, ...]  # explicit cases, then each family's drawn ones
     policy: dict[str, Any]
 
+    def tolerances(self, family: str, dtype: str) -> tuple[float, float]:
+        """(tolerance on outputs, tolerance on gradients) for a case of this family and dtype."""
+        overrides = self.families[family]
+        return (
+            overrides.tolerance.get(dtype, self.tolerance[dtype]),
+            overrides.gradient_tolerance.get(dtype, self.gradient_tolerance[dtype]),
+        )
+
 
 def _templates(families: dict[str, Family], explicit: list[dict]) -> tuple[CaseTemplate, ...]:
     templates = []
@@ -77,13 +87,16 @@ def parse_spec(data: dict[str, Any]) -> Spec:
     defaults = data["defaults"]
     families = {}
     for raw in data["families"]:
-        settings = defaults | {k: v for k, v in raw.items() if k not in ("name", "description", "hint", "count")}
+        own = ("name", "description", "hint", "count", "tolerance", "gradient_tolerance")
+        settings = defaults | {k: v for k, v in raw.items() if k not in own}
         families[raw["name"]] = Family(
             name=raw["name"],
             description=raw["description"],
             hint=raw.get("hint", defaults["hint"]),
             count=raw.get("count", defaults["count"]),
             settings=settings,
+            tolerance=raw.get("tolerance", {}),
+            gradient_tolerance=raw.get("gradient_tolerance", {}),
         )
     problem = data["problem"]
     return Spec(

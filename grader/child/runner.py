@@ -18,6 +18,7 @@ from typing import Any, Callable
 import torch
 
 from . import wire
+from .guard import Guard
 
 INPUT_NAMES = ("input_ids", "w_emb", "pos_embed", "blocks_weights", "mask_indicator")
 DIFFERENTIABLE = ("w_emb", "pos_embed", "blocks_weights")
@@ -38,6 +39,7 @@ def load_submission(path: str) -> ModuleType:
     """Import the file under a fresh module name; its folder is not put on sys.path."""
     spec = importlib.util.spec_from_file_location("candidate_submission", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses and pickling look the module up by name
     spec.loader.exec_module(module)
     return module
 
@@ -72,7 +74,17 @@ def describe_output(out: object) -> tuple[dict[str, Any], dict[str, torch.Tensor
     return info, {"output": plain.cpu()}
 
 
-def run_case(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Tensor], submission: str) -> tuple[dict, dict]:
+def run_case(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Tensor], submission: str, guard: Guard) -> tuple[dict, dict]:
+    """Both calls of one case under the guard; a forbidden use found anywhere is reported."""
+    guard.found.clear()
+    with guard.watching():
+        reply, sent = _run_calls(fn, header, tensors, submission)
+    if guard.found:
+        return reply | {"forbidden": "used " + ", ".join(guard.found) + " (write it yourself from elementary tensor operations)"}, {}
+    return reply, sent
+
+
+def _run_calls(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Tensor], submission: str) -> tuple[dict, dict]:
     num_heads = header["num_heads"]
     grad_output = tensors["grad_output"]
     reply: dict[str, Any] = {"kind": "result", "name": header["name"]}
@@ -114,6 +126,7 @@ def main(argv: list[str]) -> None:
     requests = os.fdopen(config["request_fd"], "rb")
     results = os.fdopen(config["result_fd"], "wb")
     submission = config["submission"]
+    guard = Guard(config["forbidden_functions"], config["forbidden_operators"], submission)
     torch.set_num_threads(1)
 
     # Wait for the grader to finish setting our limits before any submission code runs.
@@ -128,7 +141,7 @@ def main(argv: list[str]) -> None:
     if fn is None:
         problem = f"the file defines no function named {config['entry_point']}"
     elif not callable(fn):
-        problem = f"{config['entry_point']} is a {type(fn).__name__}, not a function"
+        problem = f"{config['entry_point']} is not a function (it is of type {type(fn).__name__})"
     else:
         problem = signature_problem(fn, config["parameters"])
     if problem:
@@ -143,7 +156,7 @@ def main(argv: list[str]) -> None:
             return
         if header["kind"] != "case":
             return
-        reply, sent = run_case(fn, header, tensors, submission)
+        reply, sent = run_case(fn, header, tensors, submission, guard)
         wire.write_frame(results, reply, sent)
 
 

@@ -1,0 +1,59 @@
+"""Command line: python -m grader SUBMISSION [--public] [--json] [--seed S]."""
+
+import argparse
+import os
+import sys
+import traceback
+from pathlib import Path
+
+from grader import __version__
+from grader.judge import ISOLATION, grade
+from grader.report import hints, render_json, render_text
+from grader.results import Report, Verdict
+from grader.spec import SPEC_PATH, load_spec
+
+EXIT_ACCEPTED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m grader",
+        description="Grade a solution of the tied-head MLM forward pass. "
+        "Exit status: 0 accepted, 1 any other verdict, 2 usage or grader error.",
+    )
+    parser.add_argument("submission", type=Path, help="the candidate's solution.py")
+    parser.add_argument("--public", action="store_true", help="run only the public cases, with full diagnostics")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.add_argument(
+        "--seed",
+        help="secret seed for the hidden cases (prefer the environment variable named in the spec, "
+        "MLM_GRADER_SEED, which does not show in the process list); default: a fixed local seed",
+    )
+    parser.add_argument("--verbose", action="store_true", help="show the message of every failing case")
+    parser.add_argument("--spec", type=Path, default=SPEC_PATH, help="the problem's spec file (default: problem/spec.toml)")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        spec = load_spec(args.spec.resolve())
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        print(f"grader: cannot use the spec file {args.spec}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if not args.submission.exists():
+        print(f"grader: no such file: {args.submission}", file=sys.stderr)
+        return EXIT_USAGE
+    seed = args.seed or os.environ.get(spec.seed_env_var) or spec.default_hidden_seed
+
+    try:
+        report = grade(args.submission, spec, seed, public_only=args.public)
+        report.hints = hints(report, spec)
+    except Exception:  # noqa: BLE001 - a fault of the grader must never be blamed on the candidate
+        report = Report(Verdict.GRADER_ERROR, "internal error of the grader (not the submission's fault):\n" + traceback.format_exc(), str(args.submission), "", ISOLATION)
+
+    print(render_json(report) if args.json else render_text(report, spec, verbose=args.verbose or args.public))
+    if report.verdict == Verdict.GRADER_ERROR:
+        return EXIT_USAGE
+    return EXIT_ACCEPTED if report.verdict == Verdict.ACCEPTED else EXIT_REJECTED

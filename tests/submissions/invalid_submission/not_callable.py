@@ -1,0 +1,3 @@
+"""Invalid: the entry point is a number, not a function."""
+
+mlm_forward_tied = 42
