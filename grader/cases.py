@@ -100,7 +100,17 @@ def _mask(rng: np.random.Generator, kind: str, prob: float, n: int, t: int, dtyp
     return mask
 
 
-def make_case(template: CaseTemplate, seed: str, threshold: float) -> Case:
+def _largest_first_block_score(x0: np.ndarray, w_q: np.ndarray, w_k: np.ndarray, heads: int, eps: float) -> float:
+    """Largest attention score of the first block (float64), computed as the reference does."""
+    x = x0.astype(np.float64)
+    h = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps)
+    n, t, d = x.shape
+    q = (h @ w_q).reshape(n, t, heads, d // heads)
+    k = (h @ w_k).reshape(n, t, heads, d // heads)
+    return float(np.einsum("nqhc,nkhc->nhqk", q, k).max() / np.sqrt(d // heads))
+
+
+def make_case(template: CaseTemplate, seed: str, threshold: float, eps: float) -> Case:
     rng = _rng(seed, template.name)
     s = {key: _draw(rng, value) for key, value in sorted(template.settings.items())}
     dtype = np.dtype(s["dtype"])
@@ -115,6 +125,10 @@ def make_case(template: CaseTemplate, seed: str, threshold: float) -> Case:
     pos_embed = normal(s["emb_std"], t, d)
     gains = [s["qk_gain"], s["qk_gain"], 1.0, s["out_gain"], s["mlp_gain"], s["out_gain"]]
     blocks = np.stack([normal(g / np.sqrt(d), b, d, d) for g in gains], axis=1) if b else np.zeros((0, 6, d, d), dtype)
+    if s.get("min_score") and b:  # guarantee the family's promise: scale w_q until a score is that large
+        largest = _largest_first_block_score(w_emb[input_ids] + pos_embed, blocks[0, 0], blocks[0, 1], h, eps)
+        if largest < s["min_score"]:
+            blocks[0, 0] *= dtype.type(1.5 * s["min_score"] / max(largest, 1e-3))
     mask = _mask(rng, s["mask"], s["mask_prob"], n, t, dtype)
     m = int((mask > threshold).sum())
     grad_output = normal(1.0, m, v)
@@ -138,6 +152,6 @@ def make_cases(spec: Spec, hidden_seed: str, public_only: bool = False) -> list[
         public = template.settings["visibility"] == "public"
         if public or not public_only:
             seed = spec.public_seed if public else hidden_seed
-            cases.append(make_case(template, seed, spec.mask_threshold))
+            cases.append(make_case(template, seed, spec.mask_threshold, spec.layer_norm_eps))
     cases.sort(key=lambda case: not case.public)
     return cases

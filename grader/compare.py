@@ -53,8 +53,8 @@ def compare_values(expected: Tensor, got: Tensor, tolerance: float, show_values:
     if count == 0:
         return Closeness(True, max_abs, max_rel, "")
 
-    relative = diff / expected.abs()  # inf where expected is 0, as in torch.testing
-    worst_rel = int(torch.nan_to_num(relative, nan=math.inf).argmax())
+    relative = torch.where(diff == 0, 0.0, diff / expected.abs())  # inf where only expected is 0
+    worst_rel = int(relative.argmax())
     shape = tuple(expected.shape)
     lines = [f"Mismatched elements: {count} / {total} ({100 * count / total:.1f}%)"]
     nonfinite = int((~finite).sum())

@@ -11,6 +11,7 @@ A forbidden use is recorded, then refused with an exception; the record is what 
 told, so catching the exception does not hide it.
 """
 
+import fnmatch
 import os
 import traceback
 from collections.abc import Iterator
@@ -29,8 +30,7 @@ class Guard:
     def __init__(self, functions: list[str], operators: list[str], submission: str) -> None:
         self.submission = submission  # its frames say where a forbidden use came from
         self.functions = frozenset(functions)
-        self.operators = frozenset(op for op in operators if not op.endswith("*"))
-        self.prefixes = tuple(op[:-1] for op in operators if op.endswith("*"))
+        self.operator_patterns = tuple(operators)  # glob patterns over ATen operator names
         self.found: list[str] = []
 
     def refuse(self, what: str) -> None:
@@ -42,7 +42,7 @@ class Guard:
         raise ForbiddenAPIError(f"{what} is forbidden in this challenge")
 
     def operator_forbidden(self, name: str) -> bool:
-        return name in self.operators or name.startswith(self.prefixes)
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.operator_patterns)
 
     @contextmanager
     def watching(self) -> Iterator[None]:

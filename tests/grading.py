@@ -1,0 +1,37 @@
+"""Helpers for tests that grade files through the real command line."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
+
+
+def fast_spec(tmp_dir: Path) -> Path:
+    """The real spec with short wall-clock limits, so that time-limit tests finish quickly."""
+    text = (ROOT / "problem" / "spec.toml").read_text()
+    text = text.replace("startup_seconds = 60", "startup_seconds = 8").replace("case_seconds = 10", "case_seconds = 3")
+    assert "startup_seconds = 8" in text and "case_seconds = 3" in text
+    path = tmp_dir / "spec.toml"
+    path.write_text(text)
+    return path
+
+
+def run_grader(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "grader", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def grade_json(*args: str, env: dict | None = None) -> tuple[dict, int]:
+    result = run_grader(*args, "--json", env=env)
+    assert result.stdout, result.stderr
+    return json.loads(result.stdout), result.returncode

@@ -1,0 +1,154 @@
+"""Case generation: deterministic, and each family really contains what it claims."""
+
+import math
+
+import pytest
+import torch
+
+from grader.cases import make_cases, seed_public_id
+from grader.expected import expected_for
+from grader.spec import load_spec
+from reference.mlm import layer_norm
+
+SPEC = load_spec()
+SEEDS = ["alpha", "beta", "gamma", "delta", "epsilon"]
+
+
+def by_family(cases, family):
+    found = [c for c in cases if c.family == family]
+    assert found, f"no case of family {family}"
+    return found
+
+
+def first_block_scores(case):
+    """Attention scores of the first block, in the case's own dtype: (N, H, T, T)."""
+    x = case.inputs["w_emb"][case.inputs["input_ids"]] + case.inputs["pos_embed"]
+    h = layer_norm(x)
+    w = case.inputs["blocks_weights"][0]
+    n, t, d = x.shape
+    heads = case.num_heads
+
+    def split(y):
+        return y.reshape(n, t, heads, d // heads).transpose(1, 2)
+
+    return split(h @ w[0]) @ split(h @ w[1]).transpose(-2, -1) / math.sqrt(d // heads)
+
+
+def test_same_seed_gives_identical_cases():
+    first, second = make_cases(SPEC, "same"), make_cases(SPEC, "same")
+    assert [c.name for c in first] == [c.name for c in second]
+    for a, b in zip(first, second):
+        for name in a.inputs:
+            assert torch.equal(a.inputs[name], b.inputs[name])
+        assert torch.equal(a.grad_output, b.grad_output)
+
+
+def test_hidden_cases_depend_on_the_seed_and_public_ones_do_not():
+    one, two = make_cases(SPEC, "one"), make_cases(SPEC, "two")
+    for a, b in zip(one, two):
+        same = all(torch.equal(a.inputs[k], b.inputs[k]) for k in a.inputs)
+        assert same == a.public, a.name
+
+
+def test_public_cases_come_first_and_public_only_selects_them():
+    cases = make_cases(SPEC, "x")
+    public = [c.public for c in cases]
+    assert public == sorted(public, reverse=True) and any(public) and not all(public)
+    assert [c.name for c in make_cases(SPEC, "x", public_only=True)] == [c.name for c in cases if c.public]
+
+
+def test_every_family_has_its_count_and_names_are_unique():
+    cases = make_cases(SPEC, "x")
+    assert len({c.name for c in cases}) == len(cases)
+    for family in SPEC.families.values():
+        explicit = sum(t.family == family.name for t in SPEC.templates) - family.count
+        assert sum(c.family == family.name for c in cases) == family.count + explicit
+
+
+def test_seed_public_id_does_not_reveal_the_seed():
+    assert seed_public_id("secret-seed") != seed_public_id("secret-seed2")
+    assert "secret" not in seed_public_id("secret-seed") and len(seed_public_id("s")) == 12
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_every_case_is_well_formed_and_its_reference_finite(seed):
+    for case in make_cases(SPEC, seed):
+        s = case.shape
+        assert case.inputs["input_ids"].dtype == torch.int64
+        assert 0 <= int(case.inputs["input_ids"].min()) and int(case.inputs["input_ids"].max()) < s["V"]
+        assert case.inputs["pos_embed"].shape == (s["T"], s["D"])
+        assert case.inputs["blocks_weights"].shape == (s["B"], 6, s["D"], s["D"])
+        assert s["D"] % s["H"] == 0
+        for name in ("w_emb", "pos_embed", "blocks_weights", "mask_indicator"):
+            assert str(case.inputs[name].dtype) == f"torch.{case.dtype}"
+        assert case.grad_output.shape == (s["M"], s["V"])
+        expected = expected_for(case)
+        assert torch.isfinite(expected.output).all() and all(torch.isfinite(g).all() for g in expected.grads.values())
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_soft_masks_straddle_the_threshold(seed):
+    for case in by_family(make_cases(SPEC, seed), "soft_mask"):
+        values = case.inputs["mask_indicator"]
+        half = torch.tensor(0.5, dtype=values.dtype)
+        assert (values == half).any(), "exactly 0.5 (not selected)"
+        assert (values == torch.nextafter(half, torch.tensor(1.0, dtype=values.dtype))).any()
+        assert (values == torch.nextafter(half, torch.tensor(0.0, dtype=values.dtype))).any()
+        assert ((values > 0) & (values < 0.5)).any() and ((values > 0.5) & (values < 1)).any()
+        assert (values < 0).any() and (values > 1).any()
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_low_variance_cases_keep_every_layer_norm_input_near_eps(seed):
+    from reference.mlm import encoder_block
+
+    for case in by_family(make_cases(SPEC, seed), "low_variance"):
+        x = (case.inputs["w_emb"][case.inputs["input_ids"]] + case.inputs["pos_embed"]).double()
+        for weights in case.inputs["blocks_weights"].double():
+            assert x.var(-1, unbiased=False).max() < 10 * SPEC.layer_norm_eps
+            x = encoder_block(x, weights, case.num_heads)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_large_magnitude_cases_overflow_a_naive_float32_softmax(seed):
+    for case in by_family(make_cases(SPEC, seed), "large_magnitude"):
+        assert case.dtype == "float32"
+        scores = first_block_scores(case)
+        assert scores.max() >= SPEC.families["large_magnitude"].settings["min_score"]
+        assert not torch.isfinite(torch.exp(scores)).all(), f"max score {scores.max():.1f}"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_peaked_attention_is_far_from_uniform(seed):
+    for case in by_family(make_cases(SPEC, seed), "peaked_attention"):
+        weights = torch.softmax(first_block_scores(case).double(), dim=-1)
+        uniform = 1 / case.shape["T"]
+        assert weights.amax(-1).mean() > 2 * uniform
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_targeted_families_have_their_shapes_and_dtypes(seed):
+    cases = make_cases(SPEC, seed)
+    for case in by_family(cases, "multi_head"):
+        assert case.shape["H"] >= 2 and case.shape["N"] >= 2 and case.shape["B"] >= 2
+    for case in by_family(cases, "float64"):
+        assert case.dtype == "float64"
+    settings = {t.name: t.settings for t in SPEC.templates}
+    for case in cases:
+        if settings[case.name]["mask"] != "soft":
+            values = case.inputs["mask_indicator"]
+            assert ((values == 0) | (values == 1)).all()
+
+
+def test_edge_cases_have_the_shape_their_name_promises():
+    cases = {c.name: c for c in make_cases(SPEC, "edges")}
+    assert cases["edge_no_masked_positions"].shape["M"] == 0
+    assert cases["edge_no_masked_positions_float64"].shape["M"] == 0
+    assert cases["edge_no_masked_positions_float64"].dtype == "float64"
+    assert cases["edge_no_blocks"].shape["B"] == 0
+    assert cases["edge_single_position"].shape["T"] == 1
+    assert cases["edge_head_width_one"].shape["D"] == cases["edge_head_width_one"].shape["H"]
+    assert cases["edge_single_sequence"].shape["N"] == 1
+    all_masked = cases["edge_all_masked"].shape
+    assert all_masked["M"] == all_masked["N"] * all_masked["T"]
+    assert cases["edge_single_token_vocabulary"].shape["V"] == 1
