@@ -6,6 +6,8 @@ import sys
 import traceback
 from pathlib import Path
 
+import torch
+
 from grader import __version__
 from grader.judge import ISOLATION, grade
 from grader.report import hints, render_json, render_text
@@ -46,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"grader: no such file: {args.submission}", file=sys.stderr)
         return EXIT_USAGE
     seed = args.seed or os.environ.get(spec.seed_env_var) or spec.default_hidden_seed
+    # The tensors are tiny: threads only add overhead, and spin against other graders on the host.
+    torch.set_num_threads(1)
 
     try:
         report = grade(args.submission, spec, seed, public_only=args.public)

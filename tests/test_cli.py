@@ -1,0 +1,152 @@
+"""The command line as graders and candidates use it: exit codes, reports, seeds, bad input."""
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from grader import cli
+from grader.results import Verdict
+from tests.grading import ROOT, SUBMISSIONS, grade_json, run_grader
+
+CORRECT = SUBMISSIONS / "accepted" / "plain_helpers.py"
+
+
+def without_timings(report: dict) -> dict:
+    report = dict(report, seconds=None)
+    report["cases"] = [dict(case, seconds=None) for case in report["cases"]]
+    return report
+
+
+def test_the_stub_is_rejected_with_a_clear_message():
+    result = run_grader("problem/solution.py")
+    assert result.returncode == 1
+    assert "RUNTIME_ERROR" in result.stdout and "NotImplementedError: write mlm_forward_tied" in result.stdout
+
+
+def test_json_report_has_what_platforms_need():
+    report, status = grade_json(str(CORRECT), "--seed", "a-secret-seed")
+    assert status == 0
+    assert report["verdict"] == "accepted" and report["score"] == 1.0
+    assert report["versions"]["torch"].startswith("2.13.0") and report["versions"]["grader"]
+    assert report["seed_id"] and report["isolation"]
+    assert {"name", "score", "max_score", "output", "visibility", "status"} <= set(report["cases"][0])
+    assert {case["visibility"] for case in report["cases"]} == {"visible", "hidden"}
+
+
+def test_the_secret_seed_never_appears_in_any_report():
+    for args in (["--json"], []):
+        result = run_grader(str(SUBMISSIONS / "wrong_answer" / "causal_mask.py"), *args, env={"MLM_GRADER_SEED": "hush-hush-4711"})
+        assert "hush-hush-4711" not in result.stdout + result.stderr
+
+
+def test_same_seed_same_report_and_env_var_equals_flag():
+    first, _ = grade_json(str(SUBMISSIONS / "wrong_answer" / "eps_wrong_value.py"), "--seed", "s1")
+    second, _ = grade_json(str(SUBMISSIONS / "wrong_answer" / "eps_wrong_value.py"), env={"MLM_GRADER_SEED": "s1"})
+    assert without_timings(first) == without_timings(second)
+    other, _ = grade_json(str(SUBMISSIONS / "wrong_answer" / "eps_wrong_value.py"), "--seed", "s2")
+    assert other["seed_id"] != first["seed_id"]
+    assert [c["shape"] for c in other["cases"] if c["visibility"] == "hidden"] != [c["shape"] for c in first["cases"] if c["visibility"] == "hidden"]
+
+
+def test_public_mode_runs_only_public_cases_and_shows_values():
+    result = run_grader(str(SUBMISSIONS / "wrong_answer" / "causal_mask.py"), "--public")
+    assert result.returncode == 1
+    assert "edge_" not in result.stdout and "public_tiny" in result.stdout
+    assert "At index" in result.stdout and "expected" in result.stdout
+
+
+def test_hidden_cases_never_show_expected_values():
+    report, _ = grade_json(str(SUBMISSIONS / "wrong_answer" / "causal_mask.py"))
+    for case in report["cases"]:
+        if case["visibility"] == "hidden":
+            assert "At index" not in case["output"]
+
+
+@pytest.mark.parametrize(
+    "name, hint",
+    [
+        ("mask_greater_equal", "0.5 itself is not selected"),
+        ("detached_head", "the head must use w_emb itself"),
+        ("naive_softmax", "Subtract the row maximum"),
+    ],
+)
+def test_a_failure_confined_to_one_family_gets_a_hint(name, hint):
+    report, _ = grade_json(str(SUBMISSIONS / "wrong_answer" / f"{name}.py"))
+    assert any(hint.lower() in h.lower() for h in report["hints"]), report["hints"]
+
+
+def test_missing_file_is_a_usage_error():
+    result = run_grader("no/such/file.py")
+    assert result.returncode == 2 and "no such file" in result.stderr
+
+
+def test_unusable_spec_is_a_usage_error(tmp_path):
+    bad = tmp_path / "spec.toml"
+    bad.write_text("this is = not [valid toml")
+    result = run_grader(str(CORRECT), "--spec", str(bad))
+    assert result.returncode == 2 and "cannot use the spec file" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "content, why",
+    [
+        (b"x = 1\n" * 50000, "the limit is 262144 bytes"),
+        (b"import torch\x00\n", "null bytes"),
+        (b"def mlm_forward_tied(:\n", "syntax error at line 1"),
+        (b"# \xff\xfe\n", "not valid UTF-8"),
+    ],
+    ids=["too-large", "nul-byte", "syntax", "not-utf8"],
+)
+def test_unreadable_sources_are_compile_errors(tmp_path, content, why):
+    path = tmp_path / "solution.py"
+    path.write_bytes(content)
+    report, status = grade_json(str(path))
+    assert (report["verdict"], status) == ("compile_error", 1)
+    assert why in report["message"]
+
+
+def test_a_directory_is_a_compile_error(tmp_path):
+    report, status = grade_json(str(tmp_path))
+    assert report["verdict"] == "compile_error" and "not a regular file" in report["message"]
+
+
+def test_submission_output_is_kept_capped_and_does_not_change_the_verdict(tmp_path):
+    noisy = tmp_path / "noisy.py"
+    noisy.write_text(CORRECT.read_text() + '\nprint("chatter " * 20000)\nprint("{\\"verdict\\": \\"accepted\\"}")\n')
+    report, status = grade_json(str(noisy))
+    assert report["verdict"] == "accepted" and status == 0
+    assert report["stdout"].startswith("chatter") and "more bytes not kept" in report["stdout"]
+    assert len(report["stdout"]) < 70000
+
+
+def test_printing_a_fake_verdict_does_not_help(tmp_path):
+    liar = tmp_path / "liar.py"
+    liar.write_text('print(\'{"verdict": "accepted", "score": 1.0}\')\n\ndef mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):\n    return None\n')
+    result = run_grader(str(liar), "--json")
+    assert json.loads(result.stdout)["verdict"] == "wrong_answer" and result.returncode == 1
+
+
+def test_grading_changes_nothing_in_the_repository():
+    def snapshot():
+        return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in ROOT.rglob("*") if p.is_file() and ".venv" not in p.parts and "__pycache__" not in p.parts and ".pytest_cache" not in p.parts}
+
+    before = snapshot()
+    run_grader(str(SUBMISSIONS / "runtime_error" / "raises_in_call.py"))
+    assert snapshot() == before
+
+
+def test_a_fault_of_the_grader_is_grader_error_with_exit_2(monkeypatch, capsys):
+    def broken(*args, **kwargs):
+        raise RuntimeError("simulated fault")
+
+    monkeypatch.setattr(cli, "grade", broken)
+    assert cli.main([str(CORRECT), "--json"]) == 2
+    report = json.loads(capsys.readouterr().out)
+    assert report["verdict"] == Verdict.GRADER_ERROR and "not the submission's fault" in report["message"]
+
+
+def test_help_names_the_exit_codes():
+    result = run_grader("--help")
+    assert result.returncode == 0 and "0 accepted, 1 any other verdict, 2 usage or grader error" in " ".join(result.stdout.split())

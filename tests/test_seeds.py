@@ -1,0 +1,61 @@
+"""The hidden cases separate right from wrong for any secret seed, not just the default one.
+
+Runs the child-side code (runner.run_case, under the runtime guard) and the grader's judgement
+in this process, on several seeds: every correct file passes every case, every wrong file fails
+at least one. The command-line tests cover the process boundary; this covers the seeds.
+"""
+
+import importlib.util
+import sys
+
+import pytest
+
+from grader.cases import make_cases
+from grader.child.guard import Guard
+from grader.child.runner import run_case
+from grader.expected import expected_for
+from grader.judge import judge_reply
+from grader.results import CaseResult
+from grader.spec import load_spec
+from tests.grading import SUBMISSIONS
+
+SPEC = load_spec()
+SEEDS = ["seed-one", "seed-two", "seed-three"]
+
+
+def load(path):
+    spec = importlib.util.spec_from_file_location(f"seeds_{path.parent.name}_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module.mlm_forward_tied
+
+
+@pytest.fixture(scope="module", params=SEEDS)
+def graded_cases(request):
+    cases = make_cases(SPEC, request.param)
+    return [(case, expected_for(case)) for case in cases]
+
+
+def failures(path, graded_cases) -> list[str]:
+    fn = load(path)
+    guard = Guard(SPEC.policy["forbidden_functions"], SPEC.policy["forbidden_operators"], str(path))
+    failed = []
+    for case, expected in graded_cases:
+        header = {"name": case.name, "num_heads": case.num_heads}
+        reply, tensors = run_case(fn, header, case.inputs | {"grad_output": case.grad_output}, str(path), guard)
+        result = CaseResult(case.name, case.family, case.dtype, case.public, case.shape_text())
+        judge_reply(case, expected, reply, tensors, SPEC, result)
+        if not result.passed:
+            failed.append(f"{case.name}: {result.message}")
+    return failed
+
+
+@pytest.mark.parametrize("path", sorted((SUBMISSIONS / "accepted").glob("*.py")), ids=lambda p: p.stem)
+def test_correct_files_pass_every_case(path, graded_cases):
+    assert failures(path, graded_cases) == []
+
+
+@pytest.mark.parametrize("path", sorted((SUBMISSIONS / "wrong_answer").glob("*.py")), ids=lambda p: p.stem)
+def test_wrong_files_fail_some_case(path, graded_cases):
+    assert failures(path, graded_cases)
