@@ -59,7 +59,7 @@ def errors(fn, case, expected) -> tuple[float, float]:
     except Exception:  # noqa: BLE001 - a crash is as wrong as can be
         return math.inf, math.inf
     worst = 0.0
-    for name, grad in zip(DIFFERENTIABLE_INPUTS, grads):
+    for name, grad in zip(DIFFERENTIABLE_INPUTS, grads, strict=True):
         grad = torch.zeros_like(expected.grads[name]) if grad is None else grad
         worst = max(worst, relative_error(expected.grads[name], grad))
     return value, worst
@@ -77,7 +77,7 @@ def main() -> None:
         cases = make_cases(spec, f"study-{seed}")
         expected = [expected_for(case) for case in cases]
         for fn in accepted.values():
-            for case, exp in zip(cases, expected):
+            for case, exp in zip(cases, expected, strict=True):
                 value, grad = errors(fn, case, exp)
                 tolerance, gradient_tolerance = spec.tolerances(case.family, case.dtype)
                 value, grad = value / tolerance, grad / gradient_tolerance
@@ -85,7 +85,7 @@ def main() -> None:
                 correct_worst[case.dtype, case.family, "grad"] = max(correct_worst[case.dtype, case.family, "grad"], grad)
         for name, fn in wrong.items():
             worst = defaultdict(float)
-            for case, exp in zip(cases, expected):
+            for case, exp in zip(cases, expected, strict=True):
                 value, grad = errors(fn, case, exp)
                 tolerance, gradient_tolerance = spec.tolerances(case.family, case.dtype)
                 worst[case.dtype] = max(worst[case.dtype], value / tolerance, grad / gradient_tolerance)

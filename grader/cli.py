@@ -20,8 +20,7 @@ EXIT_ACCEPTED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m grader",
-        description="Grade a solution of the tied-head MLM forward pass. "
-        "Exit status: 0 accepted, 1 any other verdict, 2 usage or grader error.",
+        description="Grade a solution of the tied-head MLM forward pass. Exit status: 0 accepted, 1 any other verdict, 2 usage or grader error.",
     )
     parser.add_argument("submission", type=Path, help="the candidate's solution.py")
     parser.add_argument("--public", action="store_true", help="run only the public cases, with full diagnostics")
@@ -55,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         report = grade(args.submission, spec, seed, public_only=args.public)
         report.hints = hints(report, spec)
     except Exception:  # noqa: BLE001 - a fault of the grader must never be blamed on the candidate
-        report = Report(Verdict.GRADER_ERROR, "internal error of the grader (not the submission's fault):\n" + traceback.format_exc(), str(args.submission), "", ISOLATION)
+        message = "internal error of the grader (not the submission's fault):\n" + traceback.format_exc()
+        report = Report(Verdict.GRADER_ERROR, message, str(args.submission), "", ISOLATION)
 
     print(render_json(report) if args.json else render_text(report, spec, verbose=args.verbose or args.public))
     if report.verdict == Verdict.GRADER_ERROR:

@@ -20,10 +20,7 @@ class Expected:
 
 
 def expected_for(case: Case) -> Expected:
-    inputs = {
-        name: tensor.to(torch.float64, copy=True) if tensor.is_floating_point() else tensor
-        for name, tensor in case.inputs.items()
-    }
+    inputs = {name: tensor.to(torch.float64, copy=True) if tensor.is_floating_point() else tensor for name, tensor in case.inputs.items()}
     for name in DIFFERENTIABLE_INPUTS:
         inputs[name].requires_grad_(True)
     output = mlm_forward_tied(**inputs, num_heads=case.num_heads)
@@ -31,8 +28,5 @@ def expected_for(case: Case) -> Expected:
     grads = torch.autograd.grad(output, wrt, grad_outputs=case.grad_output.to(torch.float64), allow_unused=True)
     return Expected(
         output=output.detach(),
-        grads={
-            name: torch.zeros_like(inputs[name]).detach() if grad is None else grad
-            for name, grad in zip(DIFFERENTIABLE_INPUTS, grads)
-        },
+        grads={name: torch.zeros_like(inputs[name]).detach() if grad is None else grad for name, grad in zip(DIFFERENTIABLE_INPUTS, grads, strict=True)},
     )

@@ -36,6 +36,7 @@ class Rejection(Exception):
 
 def read_source(path: Path, limit: int) -> tuple[bytes, ast.Module]:
     """The file's bytes and syntax tree, or Rejection(compile_error) saying why not."""
+
     def reject(why: str) -> Rejection:
         return Rejection(Verdict.COMPILE_ERROR, f"{path.name}: {why}")
 
@@ -157,7 +158,7 @@ def _run_cases(child: Child, cases: list[Case], results: list[CaseResult], spec:
         for result in results:
             result.status, result.message = problem[0], "not run: " + problem[1].splitlines()[0]
         raise Rejection(*problem)
-    for case, exp, result in zip(cases, expected, results):
+    for case, exp, result in zip(cases, expected, results, strict=True):
         started = time.monotonic()
         during = f"during case {case.name}"
         try:

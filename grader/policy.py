@@ -166,7 +166,7 @@ class Checker(ast.NodeVisitor):
         if node.id in self.policy["forbidden_builtins"] and node.id not in self.own_names:
             self.flag(node, f"the built-in {node.id} is forbidden", "call functions directly; files and dynamic code are off-limits")
         elif node.id in self.policy["attribute_builtins"] and node.id not in self.own_names:
-            self.flag(node, f"{node.id} may only be called directly, with a string literal as the name", f"call {node.id}(obj, \"name\") directly")
+            self.flag(node, f"{node.id} may only be called directly, with a string literal as the name", f'call {node.id}(obj, "name") directly')
         elif node.id.startswith("__") and node.id.endswith("__") and node.id not in self.policy["allowed_dunders"]:
             self.flag(node, f"the special name {node.id} is forbidden", "use ordinary names")
         elif (path := self.aliases.get(node.id)) and "." in path and isinstance(node.ctx, ast.Load):
@@ -198,7 +198,8 @@ class Checker(ast.NodeVisitor):
                     elif name in self.forbidden_functions and not path:
                         self.flag(node, f"{func.id}(..., {name!r}) is forbidden (built-in {name})", advice_for(name))
             else:
-                self.flag(node, f"{func.id} with a computed attribute name is forbidden", f"write the attribute directly, or {func.id}(obj, \"name\") with a string literal")
+                advice = f'write the attribute directly, or {func.id}(obj, "name") with a string literal'
+                self.flag(node, f"{func.id} with a computed attribute name is forbidden", advice)
             for arg in node.args[:1] + node.args[2:] + [k.value for k in node.keywords]:
                 self.visit(arg)
             return

@@ -39,7 +39,9 @@ def hints(report: Report, spec: Spec) -> list[str]:
     if all(c.dtype == "float64" for c in failed) and not all(c.family == "float64" for c in failed):
         found.append(spec.families["float64"].hint)
     if all(c.check == "inputs" for c in failed):
-        found.append("Only the inputs check fails: an in-place operation (x += ..., .add_(), item assignment) changed an argument; work on new tensors instead.")
+        found.append(
+            "Only the inputs check fails: an in-place operation (x += ..., .add_(), item assignment) changed an argument; work on new tensors instead."
+        )
     return found
 
 
@@ -64,8 +66,7 @@ def render_text(report: Report, spec: Spec, verbose: bool = False) -> str:
         for c in report.cases:
             result = "ok" if c.passed else c.status.replace("_", " ") + (f" ({c.check})" if c.check else "")
             lines.append(
-                f"{c.name:34} {c.family:16} {c.dtype:7} {c.shape:32} {result:22} "
-                f"{_number(c.max_abs):>8} {_number(c.max_rel):>8} {_seconds(c.seconds):>6}"
+                f"{c.name:34} {c.family:16} {c.dtype:7} {c.shape:32} {result:22} {_number(c.max_abs):>8} {_number(c.max_rel):>8} {_seconds(c.seconds):>6}"
             )
         lines.append("")
     if report.verdict != Verdict.ACCEPTED:

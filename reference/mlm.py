@@ -33,9 +33,7 @@ def softmax(scores: Tensor) -> Tensor:
     return weights / weights.sum(dim=-1, keepdim=True)
 
 
-def multi_head_attention(
-    x: Tensor, w_q: Tensor, w_k: Tensor, w_v: Tensor, w_o: Tensor, num_heads: int
-) -> Tensor:
+def multi_head_attention(x: Tensor, w_q: Tensor, w_k: Tensor, w_v: Tensor, w_o: Tensor, num_heads: int) -> Tensor:
     """Bidirectional self-attention; head h owns columns [h*d_head, (h+1)*d_head)."""
     n, t, d = x.shape
     d_head = d // num_heads
@@ -61,9 +59,7 @@ def encoder_block(x: Tensor, weights: Tensor, num_heads: int) -> Tensor:
     return x
 
 
-def encode(
-    input_ids: Tensor, w_emb: Tensor, pos_embed: Tensor, blocks_weights: Tensor, num_heads: int
-) -> Tensor:
+def encode(input_ids: Tensor, w_emb: Tensor, pos_embed: Tensor, blocks_weights: Tensor, num_heads: int) -> Tensor:
     """Token lookup plus positions, then the blocks: final hidden states (N, T, D), no final LN."""
     x = w_emb[input_ids] + pos_embed  # (N, T, D); pos_embed broadcasts over the batch
     for weights in blocks_weights:  # blocks_weights: (num_blocks, 6, D, D)

@@ -37,7 +37,7 @@ def first_block_scores(case):
 def test_same_seed_gives_identical_cases():
     first, second = make_cases(SPEC, "same"), make_cases(SPEC, "same")
     assert [c.name for c in first] == [c.name for c in second]
-    for a, b in zip(first, second):
+    for a, b in zip(first, second, strict=True):
         for name in a.inputs:
             assert torch.equal(a.inputs[name], b.inputs[name])
         assert torch.equal(a.grad_output, b.grad_output)
@@ -45,7 +45,7 @@ def test_same_seed_gives_identical_cases():
 
 def test_hidden_cases_depend_on_the_seed_and_public_ones_do_not():
     one, two = make_cases(SPEC, "one"), make_cases(SPEC, "two")
-    for a, b in zip(one, two):
+    for a, b in zip(one, two, strict=True):
         same = all(torch.equal(a.inputs[k], b.inputs[k]) for k in a.inputs)
         assert same == a.public, a.name
 

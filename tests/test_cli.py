@@ -2,7 +2,6 @@
 
 import hashlib
 import json
-from pathlib import Path
 
 import pytest
 
@@ -123,14 +122,18 @@ def test_submission_output_is_kept_capped_and_does_not_change_the_verdict(tmp_pa
 
 def test_printing_a_fake_verdict_does_not_help(tmp_path):
     liar = tmp_path / "liar.py"
-    liar.write_text('print(\'{"verdict": "accepted", "score": 1.0}\')\n\ndef mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):\n    return None\n')
+    liar.write_text(
+        'print(\'{"verdict": "accepted", "score": 1.0}\')\n\n'
+        "def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):\n    return None\n"
+    )
     result = run_grader(str(liar), "--json")
     assert json.loads(result.stdout)["verdict"] == "wrong_answer" and result.returncode == 1
 
 
 def test_grading_changes_nothing_in_the_repository():
     def snapshot():
-        return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in ROOT.rglob("*") if p.is_file() and ".venv" not in p.parts and "__pycache__" not in p.parts and ".pytest_cache" not in p.parts}
+        skipped = {".venv", "__pycache__", ".pytest_cache", ".ruff_cache"}
+        return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in ROOT.rglob("*") if p.is_file() and not skipped & set(p.parts)}
 
     before = snapshot()
     run_grader(str(SUBMISSIONS / "runtime_error" / "raises_in_call.py"))

@@ -76,7 +76,8 @@ def test_every_violation_is_reported_at_once_in_source_order():
     [
         "def softmax(x):\n    return x\ny = softmax(3)",
         "def layer_norm(x):\n    return x\ndef gelu(x):\n    return x\ny = gelu(layer_norm(1))",
-        "class Net:\n    def __init__(self):\n        super().__init__()\n    def softmax(self, x):\n        return x\n    def go(self, x):\n        return self.softmax(x)",
+        "class Net:\n    def __init__(self):\n        super().__init__()\n"
+        "    def softmax(self, x):\n        return x\n    def go(self, x):\n        return self.softmax(x)",
         "def f(input, vars):\n    return input + vars",
         "import torch\ny = torch.linalg.norm(x) + torch.special.expit(x) + torch.autograd.grad",
         "import math\nimport numpy as np\ny = math.sqrt(2 / math.pi) + np.random.default_rng(0).normal()",

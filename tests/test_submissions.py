@@ -51,9 +51,9 @@ def test_file_gets_its_folders_verdict(path: Path, tmp_path: Path):
     assert report["verdict"] == expected, report["message"]
     assert status == (0 if expected == "accepted" else 1)
     if expected == "forbidden_api":
-        assert FORBIDDEN_NAMES[path.stem] in report["message"] or any(
-            FORBIDDEN_NAMES[path.stem] in case["output"] for case in report["cases"]
-        ), report["message"]
+        assert FORBIDDEN_NAMES[path.stem] in report["message"] or any(FORBIDDEN_NAMES[path.stem] in case["output"] for case in report["cases"]), report[
+            "message"
+        ]
     if expected == "accepted":
         assert report["score"] == 1.0 and all(case["status"] == "passed" for case in report["cases"])
     if expected == "wrong_answer":

@@ -12,8 +12,9 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -116,7 +117,7 @@ def _run_calls(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Te
             reply["differentiable"] = False
     except BaseException as error:  # noqa: BLE001
         return reply | {"phase": "gradient"} | _error_report(error, submission), sent
-    for name, grad in zip(DIFFERENTIABLE, grads):
+    for name, grad in zip(DIFFERENTIABLE, grads, strict=True):
         sent[f"grad_{name}"] = torch.zeros_like(tensors[name]) if grad is None else grad.detach()
     return reply, sent
 

@@ -1,0 +1,32 @@
+# The two set-up commands: `make grade SUBMISSION=path/to/solution.py` and `make test`.
+# Both create .venv when it is missing and install the pinned dependencies into it.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: grade test lint bench
+
+$(VENV)/.runtime-installed: requirements.txt
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed"'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(VENV)/.dev-installed: $(VENV)/.runtime-installed requirements-dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+grade: $(VENV)/.runtime-installed
+	@test -n "$(SUBMISSION)" || { echo "usage: make grade SUBMISSION=path/to/solution.py [ARGS='--json --public']" >&2; exit 2; }
+	@$(PY) -m grader "$(SUBMISSION)" $(ARGS)
+
+test: $(VENV)/.dev-installed lint
+	$(PY) -m pytest -n 2 -q
+
+lint: $(VENV)/.dev-installed
+	$(PY) -m ruff check .
+
+bench: $(VENV)/.runtime-installed
+	$(PY) bench/grade_time.py
+	$(PY) bench/tolerance_study.py
