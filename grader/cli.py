@@ -9,7 +9,8 @@ from pathlib import Path
 import torch
 
 from grader import __version__
-from grader.judge import ISOLATION, grade
+from grader.isolation import IsolationUnavailable, choose_backend
+from grader.judge import grade
 from grader.report import hints, render_json, render_text
 from grader.results import Report, Verdict
 from grader.spec import SPEC_PATH, load_spec
@@ -30,6 +31,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="secret seed for the hidden cases (prefer the environment variable named in the spec, "
         "MLM_GRADER_SEED, which does not show in the process list); default: a fixed local seed",
     )
+    parser.add_argument(
+        "--isolation",
+        choices=["auto", "strict", "bubblewrap", "process"],
+        default="auto",
+        help="how the submission is walled in: auto (the strongest that works here), strict (bubblewrap or refuse), "
+        "or one backend by name; every report names the level used",
+    )
     parser.add_argument("--verbose", action="store_true", help="show the message of every failing case")
     parser.add_argument("--spec", type=Path, default=SPEC_PATH, help="the problem's spec file (default: problem/spec.toml)")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -46,16 +54,21 @@ def main(argv: list[str] | None = None) -> int:
     if not args.submission.exists():
         print(f"grader: no such file: {args.submission}", file=sys.stderr)
         return EXIT_USAGE
+    try:
+        backend = choose_backend(args.isolation)
+    except IsolationUnavailable as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return EXIT_USAGE
     seed = args.seed or os.environ.get(spec.seed_env_var) or spec.default_hidden_seed
     # The tensors are tiny: threads only add overhead, and spin against other graders on the host.
     torch.set_num_threads(1)
 
     try:
-        report = grade(args.submission, spec, seed, public_only=args.public)
+        report = grade(args.submission, spec, seed, public_only=args.public, backend=backend)
         report.hints = hints(report, spec)
     except Exception:  # noqa: BLE001 - a fault of the grader must never be blamed on the candidate
         message = "internal error of the grader (not the submission's fault):\n" + traceback.format_exc()
-        report = Report(Verdict.GRADER_ERROR, message, str(args.submission), "", ISOLATION)
+        report = Report(Verdict.GRADER_ERROR, message, str(args.submission), "", backend)
 
     print(render_json(report) if args.json else render_text(report, spec, verbose=args.verbose or args.public))
     if report.verdict == Verdict.GRADER_ERROR:

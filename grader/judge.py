@@ -5,7 +5,6 @@ child returned. The child never sees expected values, the reference or the secre
 """
 
 import ast
-import os
 import stat
 import tempfile
 import time
@@ -21,8 +20,6 @@ from grader.expected import Expected, expected_for
 from grader.results import NOT_RUN, PASSED, CaseResult, Report, Verdict
 from grader.sandbox import Child, ChildGone, ChildProtocolError, ChildTimeout, Exit
 from grader.spec import Limits, Spec
-
-ISOLATION = "process"  # a separate process with rlimits; no file-system or network isolation
 
 
 class Rejection(Exception):
@@ -110,19 +107,12 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
     result.status = PASSED
 
 
-def cpu_seconds_used(pid: int) -> float:
-    """CPU time of a process that has ended but not yet been reaped (a zombie keeps its counters)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
-def classify_exit(exit: Exit, cpu_used: float, limits: Limits, during: str) -> tuple[Verdict, str]:
+def classify_exit(exit: Exit, limits: Limits, during: str) -> tuple[Verdict, str]:
     """The verdict for a child that ended when it should not have, from how it really ended."""
     name = exit.signal_name
-    if name == "SIGXCPU" or (name == "SIGKILL" and not exit.killed_by_grader and cpu_used >= limits.cpu_seconds):
+    if exit.oom_kills:
+        return Verdict.MEMORY_LIMIT_EXCEEDED, f"used more than {limits.memory_mib} MiB of memory {during} (killed at the limit)"
+    if name == "SIGXCPU" or (name == "SIGKILL" and not exit.killed_by_grader and exit.cpu_seconds >= limits.cpu_seconds):
         return Verdict.TIME_LIMIT_EXCEEDED, f"used more than {limits.cpu_seconds} s of CPU time {during}"
     if name == "SIGXFSZ":
         return Verdict.RUNTIME_ERROR, f"wrote a file larger than the limit of {limits.file_size_mib} MiB {during}"
@@ -139,7 +129,7 @@ def _startup(child: Child, limits: Limits) -> tuple[Verdict, str] | None:
     except ChildTimeout:
         return Verdict.TIME_LIMIT_EXCEEDED, f"loading the submission took longer than {limits.startup_seconds:g} s (work at import time?)"
     except ChildGone:
-        return classify_exit(child.exit(), cpu_seconds_used(child.process.pid), limits, "while loading the submission")
+        return classify_exit(child.exit(), limits, "while loading the submission")
     except ChildProtocolError as error:
         return Verdict.RUNTIME_ERROR, f"the submission's process sent malformed data on the grader's channel: {error}"
     if reply["kind"] == "import_failed":
@@ -169,7 +159,7 @@ def _run_cases(child: Child, cases: list[Case], results: list[CaseResult], spec:
             result.message = f"did not finish within {limits.case_seconds:g} s (the limit for one case)"
             return
         except ChildGone:
-            result.status, result.message = classify_exit(child.exit(), cpu_seconds_used(child.process.pid), limits, during)
+            result.status, result.message = classify_exit(child.exit(), limits, during)
             result.check = "process"
             return
         except ChildProtocolError as error:
@@ -191,10 +181,11 @@ def overall(results: list[CaseResult]) -> tuple[Verdict, str]:
     return Verdict(first.status), f"case {first.name} failed ({passed} of {len(results)} cases passed): {first.message}"
 
 
-def grade(path: Path, spec: Spec, hidden_seed: str, public_only: bool = False) -> Report:
-    """Grade one submission file. Never raises for anything the submission does."""
+def grade(path: Path, spec: Spec, hidden_seed: str, public_only: bool = False, backend: str = "bubblewrap") -> Report:
+    """Grade one submission file, its child walled in by `backend` (see grader/isolation.py).
+    Never raises for anything the submission does."""
     started = time.monotonic()
-    report = Report(Verdict.GRADER_ERROR, "", str(path), seed_public_id(hidden_seed), ISOLATION)
+    report = Report(Verdict.GRADER_ERROR, "", str(path), seed_public_id(hidden_seed), backend)
     try:
         source, tree = read_source(path, spec.limits.source_bytes)
     except Rejection as rejection:
@@ -205,7 +196,8 @@ def grade(path: Path, spec: Spec, hidden_seed: str, public_only: bool = False) -
     with tempfile.TemporaryDirectory(prefix="mlm-grader-") as workdir:
         # The child imports torch while we check the policy and build the cases; it runs no
         # submission code until _startup sends it the start frame.
-        with Child(Path(workdir), source, path.name, spec) as child:
+        with Child(Path(workdir), source, path.name, spec, backend) as child:
+            report.isolation = child.isolation
             try:
                 violations = policy.check(tree, source.decode(), spec.policy)
                 if violations:

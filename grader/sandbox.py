@@ -1,15 +1,14 @@
-"""Starts the child process that runs the submission, and enforces its limits from outside.
+"""Starts the child process that runs the submission, talks to it, and ends it.
 
-The child sees a private working folder holding a copy of the submission and of the child-side
-code (grader/child); its environment is cleared. Limits: wall clock (watched here, SIGKILL of the
-whole process group), CPU time, address space, file size and open files (rlimits set by us on the
-child before any submission code runs). Its stdout and stderr are drained continuously and capped.
+The child gets a copy of the submission and of the child-side code (grader/child) in a private
+folder, behind the walls of grader/isolation.py. Wall-clock limits are watched here (SIGKILL of
+its process group and cgroup); its stdout and stderr are drained continuously and capped.
 """
 
+import functools
 import json
 import os
 import queue
-import resource
 import shutil
 import signal
 import subprocess
@@ -22,6 +21,7 @@ from typing import Any, BinaryIO
 
 import torch
 
+from grader import isolation
 from grader.child import wire
 from grader.spec import Spec
 
@@ -44,8 +44,11 @@ class ChildProtocolError(Exception):
 
 @dataclass
 class Exit:
-    returncode: int
+    returncode: int  # negative: killed by that signal (bwrap's 128 + signal already translated)
     killed_by_grader: bool
+    cpu_seconds: float  # of the child and everything it waited for
+    oom_kills: int  # processes the cgroup's memory limit killed
+    pids_limit_hits: int  # times the cgroup refused a new process
 
     @property
     def signal_name(self) -> str | None:
@@ -55,6 +58,16 @@ class Exit:
             return signal.Signals(-self.returncode).name
         except ValueError:
             return f"signal {-self.returncode}"
+
+
+def cpu_seconds_used(pid: int) -> float:
+    """CPU time of a process that has ended but not been reaped (a zombie keeps its counters),
+    including the children it waited for (bwrap waits for the submission's process)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 class CappedBuffer:
@@ -82,23 +95,28 @@ class CappedBuffer:
 class Child:
     """One child process running the submission; use as a context manager so it is always reaped."""
 
-    def __init__(self, workdir: Path, source: bytes, filename: str, spec: Spec) -> None:
+    def __init__(self, workdir: Path, source: bytes, filename: str, spec: Spec, backend: str) -> None:
         self.limits = limits = spec.limits
+        self.backend = backend
         kit = workdir / "kit"
         shutil.copytree(CHILD_PACKAGE, kit / "child", ignore=shutil.ignore_patterns("__pycache__"))
         home = workdir / "home"
         home.mkdir()
-        submission = workdir / "submission" / filename
-        submission.parent.mkdir()
-        submission.write_bytes(source)
-        submission.chmod(0o444)
+        submission_dir = workdir / "submission"
+        submission_dir.mkdir()
+        (submission_dir / filename).write_bytes(source)
+        (submission_dir / filename).chmod(0o444)
 
+        if backend == "bubblewrap":
+            layout = isolation.Layout(isolation.SANDBOX_KIT, isolation.SANDBOX_SUBMISSION, "/tmp")
+        else:
+            layout = isolation.Layout(str(kit), str(submission_dir), str(home))
         request_read, request_write = os.pipe()
         result_read, result_write = os.pipe()
         config = {
             "request_fd": request_read,
             "result_fd": result_write,
-            "submission": str(submission),
+            "submission": f"{layout.submission}/{filename}",
             "entry_point": spec.entry_point,
             "parameters": list(spec.parameters),
             "forbidden_functions": spec.policy["forbidden_functions"],
@@ -106,15 +124,23 @@ class Child:
         }
         env = {
             "PATH": "/usr/bin:/bin",
-            "HOME": str(home),
-            "TMPDIR": str(home),
+            "HOME": layout.home,
+            "TMPDIR": layout.home,
             "LANG": "C.UTF-8",
             "OMP_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
         }
+        command = [sys.executable, "-I", "-c", BOOTSTRAP, layout.kit, json.dumps(config)]
+        if backend == "bubblewrap":
+            command, _ = isolation.bubblewrap_command(command, kit, submission_dir)
+        elif isolation.unshare_net_works():
+            command = ["unshare", "--net", "--", *command]
+        self.cgroup = isolation.Cgroup.create(limits)
+        self.isolation = isolation.describe(backend, self.cgroup, limits)
+        join = self.cgroup.join_files() if self.cgroup else []
         self.process = subprocess.Popen(
-            [sys.executable, "-I", "-c", BOOTSTRAP, str(kit), json.dumps(config)],
+            command,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -122,10 +148,10 @@ class Child:
             cwd=home,
             env=env,
             start_new_session=True,  # its own process group, so one killpg ends everything it started
+            preexec_fn=functools.partial(isolation.apply_limits_in_child, limits, join),
         )
         os.close(request_read)
         os.close(result_write)
-        self._set_limits()
         self.started = time.monotonic()
         self.killed_by_grader = False
         self.requests = os.fdopen(request_write, "wb")
@@ -139,17 +165,6 @@ class Child:
         ]
         for thread in self._threads:
             thread.start()
-
-    def _set_limits(self) -> None:
-        """Applied from outside while the child is still importing torch: it runs no submission
-        code until it receives the 'start' frame, sent after this."""
-        limits, pid = self.limits, self.process.pid
-        cpu = limits.cpu_seconds
-        resource.prlimit(pid, resource.RLIMIT_CPU, (cpu, cpu + 1))  # SIGXCPU first, SIGKILL a second later
-        resource.prlimit(pid, resource.RLIMIT_AS, (limits.memory_mib * MIB,) * 2)
-        resource.prlimit(pid, resource.RLIMIT_FSIZE, (limits.file_size_mib * MIB,) * 2)
-        resource.prlimit(pid, resource.RLIMIT_NOFILE, (limits.open_files,) * 2)
-        resource.prlimit(pid, resource.RLIMIT_CORE, (0, 0))
 
     def _read_frames(self, stream: BinaryIO) -> None:
         with stream:
@@ -192,20 +207,35 @@ class Child:
         except ProcessLookupError:
             pass
 
+    def _wait_unreaped(self, seconds: float) -> bool:
+        """Wait for the child to end without reaping it, so its counters can still be read."""
+        deadline = time.monotonic() + seconds
+        while os.waitid(os.P_PID, self.process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
     def exit(self, wait_seconds: float = 5.0) -> Exit:
         """How the child ended: waits up to wait_seconds for it to end by itself, then kills it."""
-        try:
-            self.process.wait(timeout=wait_seconds)
-        except subprocess.TimeoutExpired:
+        if not self._wait_unreaped(wait_seconds):
             self.kill()
-            self.process.wait()
-        return Exit(self.process.returncode, self.killed_by_grader)
+            self._wait_unreaped(60)
+        cpu = cpu_seconds_used(self.process.pid)
+        returncode = self.process.wait()
+        if self.backend == "bubblewrap" and 128 < returncode <= 128 + 64:
+            returncode = -(returncode - 128)  # bwrap reports a child killed by signal N as 128 + N
+        oom = self.cgroup.oom_kills() if self.cgroup else 0
+        pids = self.cgroup.pids_limit_hits() if self.cgroup else 0
+        return Exit(returncode, self.killed_by_grader, cpu, oom, pids)
 
     def close(self) -> None:
-        """End the child and everything in its process group (all results are in by now), then
-        collect what is left of its output."""
+        """End the child and everything it started (all results are in by now), remove its cgroup,
+        then collect what is left of its output."""
         self.kill()
         self.process.wait()
+        if self.cgroup:
+            self.cgroup.remove()
         for thread in self._threads:
             thread.join(timeout=2)
         try:

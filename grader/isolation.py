@@ -1,0 +1,246 @@
+"""The walls around the child: an isolation backend, rlimits and a cgroup.
+
+Backends, strongest first:
+- bubblewrap: new user, pid, network, ipc, uts and mount namespaces; the child sees only the
+  system libraries, the Python runtime and its site-packages (read-only), the child-side code and
+  the submission (read-only) and a private, size-capped /tmp; no capabilities; a cleared
+  environment; it dies with the grader. The repository, the reference and the seed are not there.
+- process: a separate process with a cleared environment and its own session; a network
+  namespace when `unshare` works; no file-system isolation. Used only when bubblewrap cannot run.
+
+Both get rlimits (CPU, address space, file size, open files, no core files) and, where the grader
+may create one, a cgroup (memory and number of processes: limits that hold even for root). The
+rlimits and the cgroup are applied in the forked child before it executes anything, so every
+process it starts inherits them.
+"""
+
+import functools
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.spec import Limits
+
+MIB = 1 << 20
+SANDBOX_KIT = "/sandbox/kit"
+SANDBOX_SUBMISSION = "/sandbox/submission"
+TMPFS_MIB = 64
+PIDS_MAX = 64
+UNPRIVILEGED_ID = 65534  # "nobody" inside the user namespace
+
+
+class IsolationUnavailable(Exception):
+    """The isolation level that was asked for cannot be had on this machine."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the child finds its files, as seen from inside its walls."""
+
+    kit: str
+    submission: str
+    home: str
+
+
+@functools.cache
+def bubblewrap_works() -> bool:
+    """Whether bwrap exists and may create namespaces here (inside many containers it may not)."""
+    if shutil.which("bwrap") is None:
+        return False
+    probe = ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"]
+    try:
+        return subprocess.run(probe, capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@functools.cache
+def unshare_net_works() -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    try:
+        return subprocess.run(["unshare", "--net", "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _system_binds() -> list[str]:
+    """Read-only system directories; merged-/usr symlinks stay symlinks."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        path = Path(top)
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), top]
+        elif path.is_dir():
+            args += ["--ro-bind", top, top]
+    return args
+
+
+def _python_binds() -> list[str]:
+    """The interpreter's installation and the virtual environment (site-packages), read-only."""
+    args = []
+    for prefix in sorted({sys.base_prefix, sys.prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}):
+        if not prefix.startswith("/usr"):
+            args += ["--ro-bind", prefix, prefix]
+    return args
+
+
+def bubblewrap_command(command: list[str], kit: Path, submission_dir: Path) -> tuple[list[str], Layout]:
+    wrapper = [
+        "bwrap",
+        "--unshare-all",  # user, ipc, pid, net, uts, cgroup namespaces
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop", "ALL",
+        "--uid", str(UNPRIVILEGED_ID),
+        "--gid", str(UNPRIVILEGED_ID),
+        *_system_binds(),
+        *_python_binds(),
+        "--ro-bind", str(kit), SANDBOX_KIT,
+        "--ro-bind", str(submission_dir), SANDBOX_SUBMISSION,
+        "--proc", "/proc",
+        "--dev", "/dev",
+        "--size", str(TMPFS_MIB * MIB),
+        "--tmpfs", "/tmp",
+        "--chdir", "/tmp",
+        "--",
+    ]  # fmt: skip
+    return wrapper + command, Layout(SANDBOX_KIT, SANDBOX_SUBMISSION, "/tmp")
+
+
+class Cgroup:
+    """A memory + pids cgroup for one child (cgroup v1 controllers, or the v2 unified tree)."""
+
+    V1 = Path("/sys/fs/cgroup")
+
+    def __init__(self, limits: Limits) -> None:
+        name = f"mlm-grader-{uuid.uuid4().hex[:12]}"
+        self.dirs: list[Path] = []
+        unified = self.V1 / "cgroup.controllers"
+        if unified.exists():  # cgroup v2: one directory, both controllers
+            self.memory = self.pids = self.V1 / name
+            self._make(self.memory)
+            (self.V1 / "cgroup.subtree_control").write_text("+memory +pids")
+            (self.memory / "memory.max").write_text(str(limits.memory_mib * MIB))
+            (self.memory / "memory.swap.max").write_text("0")
+            (self.pids / "pids.max").write_text(str(PIDS_MAX))
+        else:
+            self.memory, self.pids = self.V1 / "memory" / name, self.V1 / "pids" / name
+            self._make(self.memory)
+            self._make(self.pids)
+            (self.memory / "memory.limit_in_bytes").write_text(str(limits.memory_mib * MIB))
+            (self.pids / "pids.max").write_text(str(PIDS_MAX))
+        self.v2 = unified.exists()
+
+    def _make(self, path: Path) -> None:
+        path.mkdir()
+        self.dirs.append(path)
+
+    @classmethod
+    def create(cls, limits: Limits) -> "Cgroup | None":
+        """A new cgroup, or None where this process may not create one (not root, read-only)."""
+        try:
+            return cls(limits)
+        except OSError:
+            return None
+
+    def join_files(self) -> list[str]:
+        """The cgroup.procs files the child writes its own pid into before it executes."""
+        return sorted({str(d / "cgroup.procs") for d in self.dirs})
+
+    def _counter(self, path: Path, key: str) -> int:
+        try:
+            for line in path.read_text().splitlines():
+                name, _, value = line.partition(" ")
+                if name == key:
+                    return int(value)
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def oom_kills(self) -> int:
+        return self._counter(self.memory / ("memory.events" if self.v2 else "memory.oom_control"), "oom_kill")
+
+    def pids_limit_hits(self) -> int:
+        return self._counter(self.pids / "pids.events", "max")
+
+    def processes(self) -> set[int]:
+        found = set()
+        for d in self.dirs:
+            try:
+                found |= {int(p) for p in (d / "cgroup.procs").read_text().split()}
+            except (OSError, ValueError):
+                pass
+        return found
+
+    def kill_all(self) -> None:
+        """SIGKILL everything in the cgroup (double-forked daemons too) until it is empty."""
+        deadline = time.monotonic() + 5
+        while (pids := self.processes()) and time.monotonic() < deadline:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.01)
+
+    def remove(self) -> None:
+        self.kill_all()
+        for d in reversed(self.dirs):
+            for _ in range(100):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:  # busy for a moment after its last process died
+                    time.sleep(0.01)
+
+
+def apply_limits_in_child(limits: Limits, cgroup_files: list[str]) -> None:
+    """Runs in the forked child before exec (subprocess preexec_fn): join the cgroup, set rlimits.
+    Only system calls here: no imports, no threads, no allocation-heavy work."""
+    for path in cgroup_files:
+        with open(path, "w") as f:
+            f.write(str(os.getpid()))
+    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))  # SIGXCPU, then SIGKILL
+    resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mib * MIB,) * 2)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_mib * MIB,) * 2)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files,) * 2)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def choose_backend(requested: str) -> str:
+    """'auto' picks the strongest backend that works; 'strict' insists on bubblewrap."""
+    if requested in ("auto", "strict"):
+        if bubblewrap_works():
+            return "bubblewrap"
+        if requested == "strict":
+            raise IsolationUnavailable(
+                "--isolation strict needs bubblewrap with permission to create namespaces "
+                "(apt-get install bubblewrap); it is missing or refused here"
+            )
+        return "process"
+    if requested in ("bubblewrap", "process"):
+        if requested == "bubblewrap" and not bubblewrap_works():
+            raise IsolationUnavailable("bubblewrap is missing or may not create namespaces here")
+        return requested
+    raise IsolationUnavailable(f"unknown isolation level {requested!r}")
+
+
+def describe(backend: str, cgroup: "Cgroup | None", limits: Limits) -> str:
+    """One line for every report: what the child was walled in by."""
+    if backend == "bubblewrap":
+        walls = f"bubblewrap (user, pid, net, ipc, uts, mount namespaces; read-only runtime; private {TMPFS_MIB} MiB /tmp)"
+    else:
+        net = "network namespace" if unshare_net_works() else "shared network"
+        walls = f"process ({net}; no file-system isolation)"
+    groups = f"cgroup memory {limits.memory_mib} MiB, pids {PIDS_MAX}" if cgroup else "no cgroup"
+    return f"{walls}; {groups}; rlimits"
