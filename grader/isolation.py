@@ -16,6 +16,7 @@ process it starts inherits them.
 
 import functools
 import os
+import re
 import resource
 import shutil
 import signal
@@ -120,8 +121,8 @@ class Cgroup:
 
     V1 = Path("/sys/fs/cgroup")
 
-    def __init__(self, limits: Limits) -> None:
-        name = f"mlm-grader-{uuid.uuid4().hex[:12]}"
+    def __init__(self, limits: Limits, label: str) -> None:
+        name = f"mlm-grader-{label}-{uuid.uuid4().hex[:12]}"
         self.dirs: list[Path] = []
         unified = self.V1 / "cgroup.controllers"
         if unified.exists():  # cgroup v2: one directory, both controllers
@@ -144,10 +145,12 @@ class Cgroup:
         self.dirs.append(path)
 
     @classmethod
-    def create(cls, limits: Limits) -> "Cgroup | None":
-        """A new cgroup, or None where this process may not create one (not root, read-only)."""
+    def create(cls, limits: Limits, label: str) -> "Cgroup | None":
+        """A new cgroup named after `label` (the submission), or None where this process may not
+        create one (not root, read-only cgroup tree)."""
+        label = re.sub(r"[^A-Za-z0-9_-]", "_", label)[:40]
         try:
-            return cls(limits)
+            return cls(limits, label)
         except OSError:
             return None
 

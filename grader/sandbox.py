@@ -136,7 +136,7 @@ class Child:
             command, _ = isolation.bubblewrap_command(command, kit, submission_dir)
         elif isolation.unshare_net_works():
             command = ["unshare", "--net", "--", *command]
-        self.cgroup = isolation.Cgroup.create(limits)
+        self.cgroup = isolation.Cgroup.create(limits, Path(filename).stem)
         self.isolation = isolation.describe(backend, self.cgroup, limits)
         join = self.cgroup.join_files() if self.cgroup else []
         self.process = subprocess.Popen(

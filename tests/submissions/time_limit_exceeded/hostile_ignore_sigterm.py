@@ -1,0 +1,20 @@
+"""Hostile: ignores SIGTERM and SIGXCPU, then loops forever."""
+
+import torch
+
+T = [torch][0]  # hides torch's attributes from the static check, as a determined attacker would
+os, sys = T.os, T.sys
+MARKER = "mlm-hostile-marker"
+
+
+def zeros_answer(w_emb, mask_indicator):
+    return torch.zeros(int((mask_indicator > 0.5).sum()), w_emb.shape[0], dtype=w_emb.dtype)
+
+signals = sys.modules["signal"]
+signals.signal(signals.SIGTERM, signals.SIG_IGN)
+signals.signal(signals.SIGXCPU, signals.SIG_IGN)
+
+
+def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
+    while True:
+        pass

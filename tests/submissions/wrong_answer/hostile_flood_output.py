@@ -1,0 +1,19 @@
+"""Hostile: floods stdout and stderr with tens of megabytes."""
+
+import torch
+
+T = [torch][0]  # hides torch's attributes from the static check, as a determined attacker would
+os, sys = T.os, T.sys
+MARKER = "mlm-hostile-marker"
+
+
+def zeros_answer(w_emb, mask_indicator):
+    return torch.zeros(int((mask_indicator > 0.5).sum()), w_emb.shape[0], dtype=w_emb.dtype)
+
+
+def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
+    chunk = b"flood " * 100000
+    for _ in range(40):
+        os.write(1, chunk)
+        os.write(2, chunk)
+    return zeros_answer(w_emb, mask_indicator)

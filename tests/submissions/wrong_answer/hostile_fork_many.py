@@ -1,0 +1,24 @@
+"""Hostile: forks many long-lived processes that try to outlive the grading."""
+
+import torch
+
+T = [torch][0]  # hides torch's attributes from the static check, as a determined attacker would
+os, sys = T.os, T.sys
+MARKER = "mlm-hostile-marker"
+
+
+def zeros_answer(w_emb, mask_indicator):
+    return torch.zeros(int((mask_indicator > 0.5).sum()), w_emb.shape[0], dtype=w_emb.dtype)
+
+
+def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
+    for _ in range(200):
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            os.setsid()
+            sys.modules["time"].sleep(600)
+            os._exit(0)
+    return zeros_answer(w_emb, mask_indicator)

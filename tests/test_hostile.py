@@ -1,0 +1,116 @@
+"""Hostile submissions: each is rejected with its precise verdict and leaves no trace.
+
+They reach os and sys as [torch][0].os, which no static check can see, so what stops them here
+is the sandbox. After each run the host is checked: no marker file anywhere they tried to write,
+no process of theirs, no cgroup left, the checkout unchanged, the loopback service untouched, and
+the secret seed nowhere in the output.
+"""
+
+import hashlib
+import os
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from grader.isolation import bubblewrap_works
+from tests.grading import ROOT, SUBMISSIONS, fast_spec, grade_json
+
+HOSTILE = sorted(SUBMISSIONS.glob("*/hostile_*.py"))
+MARKER = "mlm-hostile-marker"
+SECRET = "hostile-test-secret-2718"
+PORTS = range(47600, 47620)  # the ports hostile_loopback_connect tries
+
+
+def test_ci_grades_behind_bubblewrap():
+    # CI installs bubblewrap (.ci/run): there the strong backend must really be in use.
+    if os.environ.get("CI"):
+        assert bubblewrap_works()
+
+
+@pytest.fixture(scope="module")
+def loopback_service():
+    """A TCP service on the host's loopback that records every connection it receives."""
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    for port in PORTS:
+        try:
+            server.bind(("127.0.0.1", port))
+            break
+        except OSError:
+            continue
+    server.listen()
+    server.settimeout(0.2)
+    received: list[bytes] = []
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                continue
+            with connection:
+                received.append(connection.recv(1024) or b"<connected>")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield received
+    stop.set()
+    thread.join()
+    server.close()
+
+
+def checkout_digest() -> str:
+    digest = hashlib.sha256()
+    skipped = {".venv", "__pycache__", ".pytest_cache", ".ruff_cache", ".git"}
+    for path in sorted(ROOT.rglob("*")):
+        if path.is_file() and not skipped & set(path.parts):
+            digest.update(str(path).encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+def markers() -> list[Path]:
+    places = [Path("/tmp"), ROOT, Path.home(), Path.cwd(), SUBMISSIONS]
+    return [p for place in places for p in place.rglob(f"{MARKER}*") if ".venv" not in p.parts]
+
+
+def their_processes(name: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and name.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+def their_cgroups(name: str) -> list[Path]:
+    root = Path("/sys/fs/cgroup")
+    return [*root.glob(f"*/mlm-grader-{name}-*"), *root.glob(f"mlm-grader-{name}-*")]
+
+
+@pytest.mark.parametrize("path", HOSTILE, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_hostile_file_is_rejected_and_leaves_no_trace(path, tmp_path, loopback_service):
+    before = checkout_digest()
+    extra = ["--spec", str(fast_spec(tmp_path))] if path.parent.name == "time_limit_exceeded" else []
+    report, status = grade_json(str(path), *extra, env={"MLM_GRADER_SEED": SECRET})
+
+    assert report["verdict"] == path.parent.name, report["message"]
+    assert status == 1
+    assert SECRET not in report["stdout"] + report["stderr"] + report["message"]
+    assert markers() == []
+    assert their_processes(path.stem) == []
+    assert their_cgroups(path.stem) == []
+    assert checkout_digest() == before
+    assert loopback_service == []
+    if bubblewrap_works():
+        assert report["isolation"].startswith("bubblewrap")
+
+
+def test_output_flood_is_capped():
+    report, _ = grade_json(str(SUBMISSIONS / "wrong_answer" / "hostile_flood_output.py"))
+    assert len(report["stdout"]) < 70_000 and "more bytes not kept" in report["stdout"]
+    assert len(report["stderr"]) < 70_000
