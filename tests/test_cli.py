@@ -153,3 +153,15 @@ def test_a_fault_of_the_grader_is_grader_error_with_exit_2(monkeypatch, capsys):
 def test_help_names_the_exit_codes():
     result = run_grader("--help")
     assert result.returncode == 0 and "0 accepted, 1 any other verdict, 2 usage or grader error" in " ".join(result.stdout.split())
+
+
+def test_strict_isolation_refuses_without_bubblewrap():
+    result = run_grader(str(CORRECT), "--isolation", "strict", env={"PATH": "/nonexistent"})
+    assert result.returncode == 2 and "--isolation strict needs bubblewrap" in result.stderr
+
+
+def test_every_report_names_the_isolation_used():
+    report, _ = grade_json(str(CORRECT), "--isolation", "process")
+    assert report["isolation"].startswith("process")
+    text = run_grader(str(CORRECT), "--isolation", "process").stdout
+    assert "isolation: process" in text

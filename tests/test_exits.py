@@ -1,0 +1,34 @@
+"""How a child that ended early maps to a verdict: from what really happened, never guessed."""
+
+import signal
+
+import pytest
+
+from grader.judge import classify_exit
+from grader.results import Verdict
+from grader.sandbox import Exit
+from grader.spec import load_spec
+
+LIMITS = load_spec().limits
+
+
+def ended(returncode=0, by_grader=False, cpu=1.0, oom=0, pids=0) -> Exit:
+    return Exit(returncode, by_grader, cpu, oom, pids)
+
+
+@pytest.mark.parametrize(
+    "exit, verdict, words",
+    [
+        (ended(-signal.SIGKILL, oom=1), Verdict.MEMORY_LIMIT_EXCEEDED, "MiB of memory"),
+        (ended(-signal.SIGXCPU), Verdict.TIME_LIMIT_EXCEEDED, "CPU time"),
+        (ended(-signal.SIGKILL, cpu=LIMITS.cpu_seconds + 0.5), Verdict.TIME_LIMIT_EXCEEDED, "CPU time"),
+        (ended(-signal.SIGKILL, cpu=1.0), Verdict.RUNTIME_ERROR, "killed by SIGKILL"),
+        (ended(-signal.SIGSEGV), Verdict.RUNTIME_ERROR, "killed by SIGSEGV"),
+        (ended(-signal.SIGXFSZ), Verdict.RUNTIME_ERROR, "file larger than"),
+        (ended(0), Verdict.RUNTIME_ERROR, "exited with status 0"),
+        (ended(3), Verdict.RUNTIME_ERROR, "exited with status 3"),
+    ],
+)
+def test_each_ending_gets_its_verdict(exit, verdict, words):
+    got, message = classify_exit(exit, LIMITS, "during case x")
+    assert got == verdict and words in message and message.endswith("during case x") or "during case x" in message
