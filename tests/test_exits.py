@@ -31,4 +31,6 @@ def ended(returncode=0, by_grader=False, cpu=1.0, oom=0, pids=0) -> Exit:
 )
 def test_each_ending_gets_its_verdict(exit, verdict, words):
     got, message = classify_exit(exit, LIMITS, "during case x")
-    assert got == verdict and words in message and message.endswith("during case x") or "during case x" in message
+    assert got == verdict
+    assert words in message
+    assert "during case x" in message
