@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: grade test lint bench
+.PHONY: grade test lint bench container-test
 
 $(VENV)/.runtime-installed: requirements.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed"'
@@ -30,3 +30,6 @@ lint: $(VENV)/.dev-installed
 bench: $(VENV)/.runtime-installed
 	$(PY) bench/grade_time.py
 	$(PY) bench/tolerance_study.py
+
+container-test: $(VENV)/.runtime-installed
+	$(PY) tests/container/check_container.py

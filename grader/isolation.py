@@ -5,8 +5,13 @@ Backends, strongest first:
   system libraries, the Python runtime and its site-packages (read-only), the child-side code and
   the submission (read-only) and a private, size-capped /tmp; no capabilities; a cleared
   environment; it dies with the grader. The repository, the reference and the seed are not there.
+- uid: the child runs as a separate unprivileged user (mlm-runner, else nobody) through `setpriv`,
+  with every capability dropped and no_new_privs; it cannot read what that user may not read
+  (the container image keeps /app, the reference and the grader, from it) nor signal the grader.
+  This is the backend inside a container, where bubblewrap may not create namespaces: the
+  container is then the outer wall.
 - process: a separate process with a cleared environment and its own session; a network
-  namespace when `unshare` works; no file-system isolation. Used only when bubblewrap cannot run.
+  namespace when `unshare` works; no file-system isolation. Used only when neither can run.
 
 Both get rlimits (CPU, address space, file size, open files, no core files) and, where the grader
 may create one, a cgroup (memory and number of processes: limits that hold even for root). The
@@ -16,6 +21,7 @@ process it starts inherits them.
 
 import functools
 import os
+import pwd
 import re
 import resource
 import shutil
@@ -35,6 +41,7 @@ SANDBOX_SUBMISSION = "/sandbox/submission"
 TMPFS_MIB = 64
 PIDS_MAX = 64
 UNPRIVILEGED_ID = 65534  # "nobody" inside the user namespace
+RUNNER_USERS = ("mlm-runner", "nobody")  # the uid backend runs the child as the first that exists
 
 
 class IsolationUnavailable(Exception):
@@ -60,6 +67,56 @@ def bubblewrap_works() -> bool:
         return subprocess.run(probe, capture_output=True, timeout=10).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
+
+
+@functools.cache
+def runner_ids() -> tuple[int, int] | None:
+    """(uid, gid) of the user the uid backend runs the child as, if one exists."""
+    for name in RUNNER_USERS:
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            continue
+        return entry.pw_uid, entry.pw_gid
+    return None
+
+
+def uid_command(command: list[str]) -> list[str]:
+    """Run `command` as the runner user with no capabilities left and no way to gain any."""
+    uid, gid = runner_ids()
+    drop = ["--inh-caps=-all", "--ambient-caps=-all", "--no-new-privs"]
+    return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *drop, "--", *command]
+
+
+@functools.cache
+def uid_separation_works() -> bool:
+    """Whether we may switch to the runner user and it can run this interpreter (it cannot where
+    the interpreter lives in a private home directory)."""
+    if runner_ids() is None or runner_ids()[0] == os.getuid() or shutil.which("setpriv") is None:
+        return False
+    probe = uid_command([sys.executable, "-I", "-S", "-c", "pass"])
+    try:
+        return subprocess.run(probe, capture_output=True, timeout=10, cwd="/").returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def kill_processes_of(uid: int) -> None:
+    """SIGKILL every process of `uid` (the runner user belongs to one grading at a time)."""
+    for _ in range(50):
+        found = False
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if entry.stat().st_uid == uid:
+                    found = True
+                    os.kill(int(entry.name), signal.SIGKILL)
+            except (OSError, ProcessLookupError):
+                pass
+        if not found:
+            return
+        time.sleep(0.01)
 
 
 @functools.cache
@@ -207,7 +264,7 @@ class Cgroup:
                     time.sleep(0.01)
 
 
-def apply_limits_in_child(limits: Limits, cgroup_files: list[str]) -> None:
+def apply_limits_in_child(limits: Limits, cgroup_files: list[str], max_processes: int | None) -> None:
     """Runs in the forked child before exec (subprocess preexec_fn): join the cgroup, set rlimits.
     Only system calls here: no imports, no threads, no allocation-heavy work."""
     for path in cgroup_files:
@@ -218,32 +275,39 @@ def apply_limits_in_child(limits: Limits, cgroup_files: list[str]) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_mib * MIB,) * 2)
     resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files,) * 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if max_processes:  # counts per user: meaningful only for an unprivileged runner user
+        resource.setrlimit(resource.RLIMIT_NPROC, (max_processes, max_processes))
 
 
 def choose_backend(requested: str) -> str:
-    """'auto' picks the strongest backend that works; 'strict' insists on bubblewrap."""
+    """'auto' picks the strongest backend that works here; 'strict' refuses the plain process
+    backend; a backend's name insists on it."""
+    available = [name for name, works in (("bubblewrap", bubblewrap_works), ("uid", uid_separation_works)) if works()]
     if requested in ("auto", "strict"):
-        if bubblewrap_works():
-            return "bubblewrap"
+        if available:
+            return available[0]
         if requested == "strict":
             raise IsolationUnavailable(
-                "--isolation strict needs bubblewrap with permission to create namespaces "
-                "(apt-get install bubblewrap); it is missing or refused here"
+                "--isolation strict needs bubblewrap with permission to create namespaces (apt-get install bubblewrap), "
+                "or a runner user to switch to (mlm-runner or nobody, with setpriv); neither works here"
             )
         return "process"
-    if requested in ("bubblewrap", "process"):
-        if requested == "bubblewrap" and not bubblewrap_works():
-            raise IsolationUnavailable("bubblewrap is missing or may not create namespaces here")
+    if requested == "process" or requested in available:
         return requested
+    if requested in ("bubblewrap", "uid"):
+        raise IsolationUnavailable(f"the {requested} backend does not work here")
     raise IsolationUnavailable(f"unknown isolation level {requested!r}")
 
 
 def describe(backend: str, cgroup: "Cgroup | None", limits: Limits) -> str:
     """One line for every report: what the child was walled in by."""
+    net = "network namespace" if unshare_net_works() else "shared network"
     if backend == "bubblewrap":
         walls = f"bubblewrap (user, pid, net, ipc, uts, mount namespaces; read-only runtime; private {TMPFS_MIB} MiB /tmp)"
+    elif backend == "uid":
+        network = "network namespace" if unshare_net_works() else "the container's network"
+        walls = f"uid (separate user {runner_ids()[0]}, no capabilities; {network}; the container is the outer wall)"
     else:
-        net = "network namespace" if unshare_net_works() else "shared network"
-        walls = f"process ({net}; no file-system isolation)"
+        walls = f"process ({net}; same user; no file-system isolation)"
     groups = f"cgroup memory {limits.memory_mib} MiB, pids {PIDS_MAX}" if cgroup else "no cgroup"
     return f"{walls}; {groups}; rlimits"

@@ -193,7 +193,8 @@ def grade(path: Path, spec: Spec, hidden_seed: str, public_only: bool = False, b
         report.seconds = time.monotonic() - started
         return report
 
-    with tempfile.TemporaryDirectory(prefix="mlm-grader-") as workdir:
+    # ignore_cleanup_errors: under the uid backend the runner user may leave files we cannot remove
+    with tempfile.TemporaryDirectory(prefix="mlm-grader-", ignore_cleanup_errors=True) as workdir:
         # The child imports torch while we check the policy and build the cases; it runs no
         # submission code until _startup sends it the start frame.
         with Child(Path(workdir), source, path.name, spec, backend) as child:

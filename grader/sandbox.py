@@ -132,10 +132,16 @@ class Child:
             "PYTHONDONTWRITEBYTECODE": "1",
         }
         command = [sys.executable, "-I", "-c", BOOTSTRAP, layout.kit, json.dumps(config)]
+        max_processes = None
         if backend == "bubblewrap":
             command, _ = isolation.bubblewrap_command(command, kit, submission_dir)
-        elif isolation.unshare_net_works():
-            command = ["unshare", "--net", "--", *command]
+        else:
+            if backend == "uid":
+                command = isolation.uid_command(command)
+                max_processes = isolation.PIDS_MAX
+                self._open_to_runner(workdir, home)
+            if isolation.unshare_net_works():
+                command = ["unshare", "--net", "--", *command]
         self.cgroup = isolation.Cgroup.create(limits, Path(filename).stem)
         self.isolation = isolation.describe(backend, self.cgroup, limits)
         join = self.cgroup.join_files() if self.cgroup else []
@@ -148,7 +154,7 @@ class Child:
             cwd=home,
             env=env,
             start_new_session=True,  # its own process group, so one killpg ends everything it started
-            preexec_fn=functools.partial(isolation.apply_limits_in_child, limits, join),
+            preexec_fn=functools.partial(isolation.apply_limits_in_child, limits, join, max_processes),
         )
         os.close(request_read)
         os.close(result_write)
@@ -165,6 +171,16 @@ class Child:
         ]
         for thread in self._threads:
             thread.start()
+
+    @staticmethod
+    def _open_to_runner(workdir: Path, home: Path) -> None:
+        """The runner user may traverse the private folder, read the kit and the submission, and
+        write only in its home; nothing else of the grader's is readable to it."""
+        workdir.chmod(0o711)
+        for path in workdir.rglob("*"):
+            if path != home:
+                path.chmod(0o755 if path.is_dir() else 0o444)
+        home.chmod(0o1777)
 
     def _read_frames(self, stream: BinaryIO) -> None:
         with stream:
@@ -236,6 +252,8 @@ class Child:
         self.process.wait()
         if self.cgroup:
             self.cgroup.remove()
+        if self.backend == "uid":
+            isolation.kill_processes_of(isolation.runner_ids()[0])
         for thread in self._threads:
             thread.join(timeout=2)
         try:

@@ -1,0 +1,35 @@
+# The production image: the grader, the hidden reference and the problem, with torch on CPU.
+#
+#   docker build -t mlm-grader .
+#   docker run --rm --network none --read-only --tmpfs /tmp \
+#       -v "$PWD/solution.py:/submission/solution.py:ro" mlm-grader [--json] [--seed S] ...
+#
+# The grader runs as the user mlm-grader, keeping only the capabilities it needs to start the
+# child as mlm-runner and to end it (setuid, setgid, kill); the child runs as mlm-runner with no
+# capabilities and cannot read /app (grader, reference, problem) or the grader's environment.
+
+ARG BASE_IMAGE=python:3.11-slim-bookworm
+
+FROM ${BASE_IMAGE} AS base
+# Where pip finds torch: the CPU wheel index by default (set it empty to use PyPI alone); a folder
+# of wheels with PIP_FIND_LINKS (mounted into the build).
+ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+ARG PIP_FIND_LINKS=""
+ENV PYTHONDONTWRITEBYTECODE=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+COPY requirements.txt /tmp/requirements.txt
+RUN python3 -m venv /opt/venv \
+ && /opt/venv/bin/pip install ${TORCH_INDEX_URL:+--extra-index-url "${TORCH_INDEX_URL}"} ${PIP_FIND_LINKS:+--find-links "${PIP_FIND_LINKS}"} \
+        -r /tmp/requirements.txt \
+ && rm /tmp/requirements.txt \
+ && groupadd --system mlm-grader && useradd --system --gid mlm-grader --no-create-home --shell /usr/sbin/nologin mlm-grader \
+ && groupadd --system mlm-runner && useradd --system --gid mlm-runner --no-create-home --shell /usr/sbin/nologin mlm-runner
+
+FROM base AS grader
+COPY grader/ /app/grader/
+COPY reference/ /app/reference/
+COPY problem/ /app/problem/
+RUN chown -R root:mlm-grader /app && chmod -R u=rwX,g=rX,o= /app
+WORKDIR /app
+ENTRYPOINT ["setpriv", "--reuid=mlm-grader", "--regid=mlm-grader", "--init-groups", \
+            "--inh-caps=+setuid,+setgid,+kill", "--ambient-caps=+setuid,+setgid,+kill", "--", \
+            "/opt/venv/bin/python", "-m", "grader", "/submission/solution.py", "--isolation", "strict"]
