@@ -24,6 +24,15 @@ RUN python3 -m venv /opt/venv \
  && groupadd --system mlm-grader && useradd --system --gid mlm-grader --no-create-home --shell /usr/sbin/nologin mlm-grader \
  && groupadd --system mlm-runner && useradd --system --gid mlm-runner --no-create-home --shell /usr/sbin/nologin mlm-runner
 
+# The runner image for `--isolation docker`: torch and the child-side code only. No reference, no
+# hidden cases, no secret: the grader stays on the host and starts one container per submission.
+FROM base AS runner
+COPY grader/child/ /opt/runner/child/
+RUN chmod -R a+rX,go-w /opt/runner
+USER mlm-runner
+WORKDIR /tmp
+
+# The default target: the whole grader in one image.
 FROM base AS grader
 COPY grader/ /app/grader/
 COPY reference/ /app/reference/

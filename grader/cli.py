@@ -33,10 +33,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--isolation",
-        choices=["auto", "strict", "bubblewrap", "uid", "process"],
+        choices=["auto", "strict", "bubblewrap", "uid", "process", "docker"],
         default="auto",
         help="how the submission is walled in: auto (the strongest that works here), strict (bubblewrap or uid "
-        "separation, else refuse), or one backend by name; every report names the level used",
+        "separation, else refuse), docker (each child in a container from the runner image, through the Docker Engine "
+        "API at DOCKER_HOST), or one backend by name; every report names the level used",
     )
     parser.add_argument("--verbose", action="store_true", help="show the message of every failing case")
     parser.add_argument("--spec", type=Path, default=SPEC_PATH, help="the problem's spec file (default: problem/spec.toml)")

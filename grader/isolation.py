@@ -294,6 +294,14 @@ def choose_backend(requested: str) -> str:
         return "process"
     if requested == "process" or requested in available:
         return requested
+    if requested == "docker":
+        try:
+            from grader.docker_backend import docker_works
+        except ImportError:
+            raise IsolationUnavailable("--isolation docker needs the docker package (pip install -r requirements.txt)") from None
+        if problem := docker_works():
+            raise IsolationUnavailable(f"--isolation docker: {problem}")
+        return "docker"
     if requested in ("bubblewrap", "uid"):
         raise IsolationUnavailable(f"the {requested} backend does not work here")
     raise IsolationUnavailable(f"unknown isolation level {requested!r}")

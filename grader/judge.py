@@ -18,7 +18,7 @@ from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, Case, make_cases, s
 from grader.compare import bitwise_equal, compare_values
 from grader.expected import Expected, expected_for
 from grader.results import NOT_RUN, PASSED, CaseResult, Report, Verdict
-from grader.sandbox import Child, ChildGone, ChildProtocolError, ChildTimeout, Exit
+from grader.sandbox import Child, ChildGone, ChildProtocolError, ChildTimeout, Exit, ProcessChild
 from grader.spec import Limits, Spec
 
 
@@ -181,6 +181,14 @@ def overall(results: list[CaseResult]) -> tuple[Verdict, str]:
     return Verdict(first.status), f"case {first.name} failed ({passed} of {len(results)} cases passed): {first.message}"
 
 
+def start_child(workdir: Path, source: bytes, filename: str, spec: Spec, backend: str) -> Child:
+    if backend == "docker":
+        from grader.docker_backend import DockerChild  # the docker package is needed only here
+
+        return DockerChild(workdir, source, filename, spec)
+    return ProcessChild(workdir, source, filename, spec, backend)
+
+
 def grade(path: Path, spec: Spec, hidden_seed: str, public_only: bool = False, backend: str = "bubblewrap") -> Report:
     """Grade one submission file, its child walled in by `backend` (see grader/isolation.py).
     Never raises for anything the submission does."""
@@ -197,7 +205,7 @@ def grade(path: Path, spec: Spec, hidden_seed: str, public_only: bool = False, b
     with tempfile.TemporaryDirectory(prefix="mlm-grader-", ignore_cleanup_errors=True) as workdir:
         # The child imports torch while we check the policy and build the cases; it runs no
         # submission code until _startup sends it the start frame.
-        with Child(Path(workdir), source, path.name, spec, backend) as child:
+        with start_child(Path(workdir), source, path.name, spec, backend) as child:
             report.isolation = child.isolation
             try:
                 violations = policy.check(tree, source.decode(), spec.policy)

@@ -78,12 +78,15 @@ class CappedBuffer:
         self.kept = bytearray()
         self.total = 0
 
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.cap - len(self.kept)
+        if room > 0:
+            self.kept += chunk[:room]
+
     def drain(self, stream: BinaryIO) -> None:
         while chunk := stream.read1(65536):
-            self.total += len(chunk)
-            room = self.cap - len(self.kept)
-            if room > 0:
-                self.kept += chunk[:room]
+            self.feed(chunk)
 
     def text(self) -> str:
         body = self.kept.decode("utf-8", errors="replace")
@@ -93,19 +96,100 @@ class CappedBuffer:
 
 
 class Child:
-    """One child process running the submission; use as a context manager so it is always reaped."""
+    """What every kind of child shares: the framed channel, the capped output, the wall clock.
+    Subclasses start the child and know how to end it; use them as context managers."""
+
+    isolation: str
+    requests: BinaryIO
+
+    def __init__(self, spec: Spec) -> None:
+        self.limits = spec.limits
+        self.started = time.monotonic()
+        self.killed_by_grader = False
+        self.stdout = CappedBuffer(spec.limits.output_bytes)
+        self.stderr = CappedBuffer(spec.limits.output_bytes)
+        self._frames: queue.Queue = queue.Queue()
+
+    @staticmethod
+    def child_config(spec: Spec, submission: str) -> dict:
+        return {
+            "submission": submission,
+            "entry_point": spec.entry_point,
+            "parameters": list(spec.parameters),
+            "forbidden_functions": spec.policy["forbidden_functions"],
+            "forbidden_operators": spec.policy["forbidden_operators"],
+        }
+
+    def _read_frames(self, stream: BinaryIO) -> None:
+        with stream:
+            while True:
+                try:
+                    self._frames.put(wire.read_frame(stream))
+                except EOFError:
+                    self._frames.put(None)
+                    return
+                except (wire.WireError, ValueError) as error:
+                    self._frames.put(ChildProtocolError(str(error)))
+                    return
+
+    def send(self, message: dict[str, Any], tensors: dict[str, torch.Tensor] | None = None) -> None:
+        try:
+            wire.write_frame(self.requests, message, tensors)
+        except (BrokenPipeError, OSError):
+            raise ChildGone() from None
+
+    def receive(self, seconds: float) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        """The next frame from the child, within `seconds` and within the run's total wall time."""
+        remaining_total = self.limits.total_seconds - (time.monotonic() - self.started)
+        try:
+            item = self._frames.get(timeout=max(0.0, min(seconds, remaining_total)))
+        except queue.Empty:
+            self.kill()
+            raise ChildTimeout() from None
+        if item is None:
+            raise ChildGone()
+        if isinstance(item, ChildProtocolError):
+            self.kill()
+            raise item
+        return item
+
+    def kill(self) -> None:
+        raise NotImplementedError
+
+    def exit(self, wait_seconds: float = 5.0) -> Exit:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> "Child":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def prepare_files(workdir: Path, source: bytes, filename: str) -> tuple[Path, Path, Path]:
+    """The child-side code, a home folder and the submission (read-only) in the private folder."""
+    kit = workdir / "kit"
+    shutil.copytree(CHILD_PACKAGE, kit / "child", ignore=shutil.ignore_patterns("__pycache__"))
+    home = workdir / "home"
+    home.mkdir()
+    submission_dir = workdir / "submission"
+    submission_dir.mkdir()
+    (submission_dir / filename).write_bytes(source)
+    (submission_dir / filename).chmod(0o444)
+    return kit, home, submission_dir
+
+
+class ProcessChild(Child):
+    """The child as a local process, walled in by bubblewrap, a separate uid, or nothing."""
 
     def __init__(self, workdir: Path, source: bytes, filename: str, spec: Spec, backend: str) -> None:
-        self.limits = limits = spec.limits
+        super().__init__(spec)
+        limits = spec.limits
         self.backend = backend
-        kit = workdir / "kit"
-        shutil.copytree(CHILD_PACKAGE, kit / "child", ignore=shutil.ignore_patterns("__pycache__"))
-        home = workdir / "home"
-        home.mkdir()
-        submission_dir = workdir / "submission"
-        submission_dir.mkdir()
-        (submission_dir / filename).write_bytes(source)
-        (submission_dir / filename).chmod(0o444)
+        kit, home, submission_dir = prepare_files(workdir, source, filename)
 
         if backend == "bubblewrap":
             layout = isolation.Layout(isolation.SANDBOX_KIT, isolation.SANDBOX_SUBMISSION, "/tmp")
@@ -113,15 +197,8 @@ class Child:
             layout = isolation.Layout(str(kit), str(submission_dir), str(home))
         request_read, request_write = os.pipe()
         result_read, result_write = os.pipe()
-        config = {
-            "request_fd": request_read,
-            "result_fd": result_write,
-            "submission": f"{layout.submission}/{filename}",
-            "entry_point": spec.entry_point,
-            "parameters": list(spec.parameters),
-            "forbidden_functions": spec.policy["forbidden_functions"],
-            "forbidden_operators": spec.policy["forbidden_operators"],
-        }
+        config = self.child_config(spec, f"{layout.submission}/{filename}")
+        config |= {"request_fd": request_read, "result_fd": result_write}
         env = {
             "PATH": "/usr/bin:/bin",
             "HOME": layout.home,
@@ -158,12 +235,7 @@ class Child:
         )
         os.close(request_read)
         os.close(result_write)
-        self.started = time.monotonic()
-        self.killed_by_grader = False
         self.requests = os.fdopen(request_write, "wb")
-        self.stdout = CappedBuffer(limits.output_bytes)
-        self.stderr = CappedBuffer(limits.output_bytes)
-        self._frames: queue.Queue = queue.Queue()
         self._threads = [
             threading.Thread(target=self.stdout.drain, args=(self.process.stdout,), daemon=True),
             threading.Thread(target=self.stderr.drain, args=(self.process.stderr,), daemon=True),
@@ -181,39 +253,6 @@ class Child:
             if path != home:
                 path.chmod(0o755 if path.is_dir() else 0o444)
         home.chmod(0o1777)
-
-    def _read_frames(self, stream: BinaryIO) -> None:
-        with stream:
-            while True:
-                try:
-                    self._frames.put(wire.read_frame(stream))
-                except EOFError:
-                    self._frames.put(None)
-                    return
-                except (wire.WireError, ValueError) as error:
-                    self._frames.put(ChildProtocolError(str(error)))
-                    return
-
-    def send(self, message: dict[str, Any], tensors: dict[str, torch.Tensor] | None = None) -> None:
-        try:
-            wire.write_frame(self.requests, message, tensors)
-        except (BrokenPipeError, OSError):
-            raise ChildGone() from None
-
-    def receive(self, seconds: float) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-        """The next frame from the child, within `seconds` and within the run's total wall time."""
-        remaining_total = self.limits.total_seconds - (time.monotonic() - self.started)
-        try:
-            item = self._frames.get(timeout=max(0.0, min(seconds, remaining_total)))
-        except queue.Empty:
-            self.kill()
-            raise ChildTimeout() from None
-        if item is None:
-            raise ChildGone()
-        if isinstance(item, ChildProtocolError):
-            self.kill()
-            raise item
-        return item
 
     def kill(self) -> None:
         if self.process.returncode is None:
@@ -260,9 +299,3 @@ class Child:
             self.requests.close()
         except OSError:
             pass
-
-    def __enter__(self) -> "Child":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

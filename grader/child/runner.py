@@ -9,6 +9,7 @@ import importlib.util
 import inspect
 import json
 import os
+import socket
 import sys
 import time
 import traceback
@@ -124,8 +125,13 @@ def _run_calls(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Te
 
 def main(argv: list[str]) -> None:
     config = json.loads(argv[0])
-    requests = os.fdopen(config["request_fd"], "rb")
-    results = os.fdopen(config["result_fd"], "wb")
+    if "socket" in config:  # in a container: one Unix socket, bind-mounted, carries both directions
+        channel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        channel.connect(config["socket"])
+        requests, results = channel.makefile("rb"), channel.makefile("wb")
+    else:  # a pipe pair inherited from the grader
+        requests = os.fdopen(config["request_fd"], "rb")
+        results = os.fdopen(config["result_fd"], "wb")
     submission = config["submission"]
     guard = Guard(config["forbidden_functions"], config["forbidden_operators"], submission)
     torch.set_num_threads(1)

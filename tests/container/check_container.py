@@ -1,9 +1,12 @@
-"""Build the production image from the shipped Dockerfile with podman and grade inside it.
+"""Build both images from the shipped Dockerfile with podman and grade with each of them.
 
 No Docker engine and no registry are reachable here, so the base image is built locally from
 Debian packages (debootstrap) and passed as BASE_IMAGE, and torch comes from the machine's wheel
-folder. Then every submission below is graded in a container run the way the README says
-(--network none, --read-only, --tmpfs /tmp, the file mounted read-only) and its verdict asserted.
+folder. Then:
+- the grader image: every submission below is graded in a container run the way the README says
+  (--network none, --read-only, --tmpfs /tmp, the file mounted read-only), its verdict asserted;
+- the runner image: the grader on this host grades them with --isolation docker through the
+  Docker Engine API, served by `podman system service`; no container may be left afterwards.
 
     .venv/bin/python tests/container/check_container.py     (make container-test)
 """
@@ -20,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build"
 BASE_IMAGE = "localhost/mlm-grader-base:bookworm"
 IMAGE = "localhost/mlm-grader:test"
+RUNNER_IMAGE = "localhost/mlm-grader-runner:test"
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 SUBMISSIONS = ROOT / "tests" / "submissions"
 EXPECTED = {
@@ -30,6 +34,8 @@ EXPECTED = {
     "wrong_answer/hostile_read_environment.py": "wrong_answer",
     "runtime_error/hostile_kill_parent.py": "runtime_error",
     "memory_limit_exceeded/hostile_memory_bomb.py": "memory_limit_exceeded",
+    "wrong_answer/hostile_write_outside.py": "wrong_answer",
+    "wrong_answer/hostile_fork_many.py": "wrong_answer",
 }
 SECRET = "container-secret-31415"
 
@@ -77,7 +83,7 @@ def wheel_folder() -> str | None:
     return None
 
 
-def build_image() -> None:
+def build_image(target: str, tag: str) -> None:
     volumes = []
     args = []
     if wheels := wheel_folder():
@@ -85,10 +91,10 @@ def build_image() -> None:
         args += ["--build-arg", "PIP_FIND_LINKS=/wheels", "--build-arg", "TORCH_INDEX_URL="]  # no other index is reachable
     if Path(CA_BUNDLE).exists():  # package traffic goes through an intercepting proxy here
         volumes += ["-v", f"{CA_BUNDLE}:{CA_BUNDLE}:ro"]
-    run("podman", "build", "--quiet", "-t", IMAGE, "--build-arg", f"BASE_IMAGE={BASE_IMAGE}", *args, *volumes, str(ROOT))
+    run("podman", "build", "--quiet", "--target", target, "-t", tag, "--build-arg", f"BASE_IMAGE={BASE_IMAGE}", *args, *volumes, str(ROOT))
 
 
-def grade(relative: str) -> dict:
+def grade_in_container(relative: str) -> dict:
     command = [
         "podman", "run", "--rm", "--network", "none", "--read-only", "--tmpfs", "/tmp",
         "--memory", "6g", "--pids-limit", "256",
@@ -96,25 +102,62 @@ def grade(relative: str) -> dict:
         "-v", f"{SUBMISSIONS / relative}:/submission/solution.py:ro",
         IMAGE, "--json",
     ]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    return report_of(relative, subprocess.run(command, capture_output=True, text=True, timeout=300))
+
+
+def grade_with_docker_backend(relative: str, socket_path: Path) -> dict:
+    env = {**os.environ, "DOCKER_HOST": f"unix://{socket_path}", "MLM_GRADER_RUNNER_IMAGE": RUNNER_IMAGE, "MLM_GRADER_SEED": SECRET}
+    command = [sys.executable, "-m", "grader", str(SUBMISSIONS / relative), "--isolation", "docker", "--json"]
+    return report_of(relative, subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT, env=env))
+
+
+def report_of(relative: str, result: subprocess.CompletedProcess) -> dict:
     if not result.stdout.strip():
         raise AssertionError(f"{relative}: no report (exit {result.returncode}): {result.stderr[-2000:]}")
     return json.loads(result.stdout)
+
+
+def check(relative: str, verdict: str, report: dict, isolation: str, failures: list[str]) -> None:
+    ok = report["verdict"] == verdict and report["isolation"].startswith(isolation) and SECRET not in json.dumps(report)
+    print(f"{'ok  ' if ok else 'FAIL'} {relative}: {report['verdict']} (isolation: {report['isolation']})", flush=True)
+    if not ok:
+        failures.append(f"{relative}: expected {verdict} under {isolation}, got {report['verdict']}: {report['message'][:500]}")
+
+
+def leftover_children() -> list[str]:
+    listed = subprocess.run(["podman", "ps", "-a", "-q", "--filter", "label=mlm-grader-child"], capture_output=True, text=True)
+    return listed.stdout.split()
 
 
 def main() -> int:
     os.environ.setdefault("CONTAINERS_CONF", str(Path(__file__).with_name("containers.conf")))
     started = time.monotonic()
     build_base_image()
-    build_image()
+    build_image("grader", IMAGE)
+    build_image("runner", RUNNER_IMAGE)
     print(f"images ready after {time.monotonic() - started:.0f}s", flush=True)
-    failures = []
+    failures: list[str] = []
     for relative, verdict in EXPECTED.items():
-        report = grade(relative)
-        ok = report["verdict"] == verdict and report["isolation"].startswith("uid") and SECRET not in json.dumps(report)
-        print(f"{'ok  ' if ok else 'FAIL'} {relative}: {report['verdict']} (isolation: {report['isolation']})", flush=True)
-        if not ok:
-            failures.append(f"{relative}: expected {verdict}, got {report['verdict']}: {report['message'][:500]}")
+        check(relative, verdict, grade_in_container(relative), "uid", failures)
+
+    BUILD.mkdir(exist_ok=True)
+    socket_path = BUILD / "podman-api.sock"
+    socket_path.unlink(missing_ok=True)
+    service = subprocess.Popen(["podman", "system", "service", "--time=0", f"unix://{socket_path}"])
+    try:
+        for _ in range(100):
+            if socket_path.exists():
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("podman system service did not create its API socket")
+        for relative, verdict in EXPECTED.items():
+            check(relative, verdict, grade_with_docker_backend(relative, socket_path), "docker", failures)
+    finally:
+        service.terminate()
+        service.wait()
+    if leftover := leftover_children():
+        failures.append(f"containers left behind by --isolation docker: {leftover}")
     print(f"container test took {time.monotonic() - started:.0f}s")
     for failure in failures:
         print(failure)
