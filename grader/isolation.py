@@ -202,10 +202,22 @@ class Cgroup:
         self.dirs.append(path)
 
     @classmethod
+    def remove_stale(cls, older_than_seconds: float = 600) -> None:
+        """Remove empty cgroups of graders that were killed before they could clean up."""
+        now = time.time()
+        for d in [*cls.V1.glob("*/mlm-grader-*"), *cls.V1.glob("mlm-grader-*")]:
+            try:
+                if now - d.stat().st_mtime > older_than_seconds and not (d / "cgroup.procs").read_text().strip():
+                    d.rmdir()
+            except OSError:
+                pass
+
+    @classmethod
     def create(cls, limits: Limits, label: str) -> "Cgroup | None":
         """A new cgroup named after `label` (the submission), or None where this process may not
         create one (not root, read-only cgroup tree)."""
         label = re.sub(r"[^A-Za-z0-9_-]", "_", label)[:40]
+        cls.remove_stale()
         try:
             return cls(limits, label)
         except OSError:

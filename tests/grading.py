@@ -10,6 +10,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
 
 
+def ordinary_files(folder: str) -> list[Path]:
+    """The files of a verdict folder that are safe to load into this process: hostile_* files
+    attack whatever runs them, so they run only inside the sandbox (tests/test_hostile.py)."""
+    return sorted(p for p in (SUBMISSIONS / folder).glob("*.py") if not p.stem.startswith("hostile_"))
+
+
 def fast_spec(tmp_dir: Path) -> Path:
     """The real spec with short wall-clock limits, so that time-limit tests finish quickly."""
     text = (ROOT / "problem" / "spec.toml").read_text()

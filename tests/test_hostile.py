@@ -72,8 +72,10 @@ def checkout_digest() -> str:
 
 
 def markers() -> list[Path]:
-    places = [Path("/tmp"), ROOT, Path.home(), Path.cwd(), SUBMISSIONS]
-    return [p for place in places for p in place.rglob(f"{MARKER}*") if ".venv" not in p.parts]
+    """Marker files where hostile code tries to write: the top of /tmp and $HOME (other tests'
+    temporary folders come and go below them), and anywhere in the checkout."""
+    found = [p for place in (Path("/tmp"), Path.home(), Path.cwd()) for p in place.glob(f"{MARKER}*")]
+    return found + [p for p in ROOT.rglob(f"{MARKER}*") if ".venv" not in p.parts]
 
 
 def their_processes(name: str) -> list[int]:
@@ -108,9 +110,6 @@ def test_hostile_file_is_rejected_and_leaves_no_trace(path, tmp_path, loopback_s
     assert loopback_service == []
     if bubblewrap_works():
         assert report["isolation"].startswith("bubblewrap")
-
-
-def test_output_flood_is_capped():
-    report, _ = grade_json(str(SUBMISSIONS / "wrong_answer" / "hostile_flood_output.py"))
-    assert len(report["stdout"]) < 70_000 and "more bytes not kept" in report["stdout"]
-    assert len(report["stderr"]) < 70_000
+    if path.stem == "hostile_flood_output":  # 24 MB were written: what is kept stays capped
+        assert len(report["stdout"]) < 70_000 and "more bytes not kept" in report["stdout"]
+        assert len(report["stderr"]) < 70_000

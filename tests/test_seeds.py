@@ -17,7 +17,7 @@ from grader.expected import expected_for
 from grader.judge import judge_reply
 from grader.results import CaseResult
 from grader.spec import load_spec
-from tests.grading import SUBMISSIONS
+from tests.grading import ordinary_files
 
 SPEC = load_spec()
 SEEDS = ["seed-one", "seed-two", "seed-three"]
@@ -51,11 +51,11 @@ def failures(path, graded_cases) -> list[str]:
     return failed
 
 
-@pytest.mark.parametrize("path", sorted((SUBMISSIONS / "accepted").glob("*.py")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", ordinary_files("accepted"), ids=lambda p: p.stem)
 def test_correct_files_pass_every_case(path, graded_cases):
     assert failures(path, graded_cases) == []
 
 
-@pytest.mark.parametrize("path", sorted((SUBMISSIONS / "wrong_answer").glob("*.py")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", ordinary_files("wrong_answer"), ids=lambda p: p.stem)
 def test_wrong_files_fail_some_case(path, graded_cases):
     assert failures(path, graded_cases)
