@@ -16,9 +16,11 @@ Backends, strongest first:
 Both get rlimits (CPU, address space, file size, open files, no core files) and, where the grader
 may create one, a cgroup (memory and number of processes: limits that hold even for root). The
 rlimits and the cgroup are applied in the forked child before it executes anything, so every
-process it starts inherits them.
+process it starts inherits them. Under bubblewrap a seccomp filter (pyseccomp, where the system's
+libseccomp is present) is a further layer: no internet sockets, no ptrace.
 """
 
+import errno
 import functools
 import os
 import pwd
@@ -26,8 +28,10 @@ import re
 import resource
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -150,7 +154,38 @@ def _python_binds() -> list[str]:
     return args
 
 
-def bubblewrap_command(command: list[str], kit: Path, submission_dir: Path) -> tuple[list[str], Layout]:
+@functools.cache
+def seccomp_program() -> bytes | None:
+    """A BPF program refusing internet sockets and ptrace, or None without pyseccomp/libseccomp."""
+    try:
+        import pyseccomp as seccomp
+
+        rules = seccomp.SyscallFilter(defaction=seccomp.ALLOW)
+        for family in (socket.AF_INET, socket.AF_INET6):
+            rules.add_rule(seccomp.ERRNO(errno.EACCES), "socket", seccomp.Arg(0, seccomp.EQ, family))
+        for call in ("ptrace", "process_vm_readv", "process_vm_writev"):
+            rules.add_rule(seccomp.ERRNO(errno.EPERM), call)
+        with tempfile.TemporaryFile() as program:
+            rules.export_bpf(program)
+            program.seek(0)
+            return program.read()
+    except (ImportError, OSError, RuntimeError):
+        return None
+
+
+def seccomp_fd() -> int | None:
+    """A descriptor holding the seccomp program, for bwrap --seccomp (the caller closes it)."""
+    program = seccomp_program()
+    if program is None:
+        return None
+    fd = os.memfd_create("mlm-grader-seccomp")
+    os.write(fd, program)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def bubblewrap_command(command: list[str], kit: Path, submission_dir: Path, seccomp: int | None = None) -> tuple[list[str], Layout]:
+    filters = ["--seccomp", str(seccomp)] if seccomp is not None else []
     wrapper = [
         "bwrap",
         "--unshare-all",  # user, ipc, pid, net, uts, cgroup namespaces
@@ -168,6 +203,7 @@ def bubblewrap_command(command: list[str], kit: Path, submission_dir: Path) -> t
         "--size", str(TMPFS_MIB * MIB),
         "--tmpfs", "/tmp",
         "--chdir", "/tmp",
+        *filters,
         "--",
     ]  # fmt: skip
     return wrapper + command, Layout(SANDBOX_KIT, SANDBOX_SUBMISSION, "/tmp")
@@ -324,6 +360,8 @@ def describe(backend: str, cgroup: "Cgroup | None", limits: Limits) -> str:
     net = "network namespace" if unshare_net_works() else "shared network"
     if backend == "bubblewrap":
         walls = f"bubblewrap (user, pid, net, ipc, uts, mount namespaces; read-only runtime; private {TMPFS_MIB} MiB /tmp)"
+        if seccomp_program() is not None:
+            walls += "; seccomp (no internet sockets, no ptrace)"
     elif backend == "uid":
         network = "network namespace" if unshare_net_works() else "the container's network"
         walls = f"uid (separate user {runner_ids()[0]}, no capabilities; {network}; the container is the outer wall)"

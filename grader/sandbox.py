@@ -210,8 +210,12 @@ class ProcessChild(Child):
         }
         command = [sys.executable, "-I", "-c", BOOTSTRAP, layout.kit, json.dumps(config)]
         max_processes = None
+        inherited = [request_read, result_write]
+        seccomp = None
         if backend == "bubblewrap":
-            command, _ = isolation.bubblewrap_command(command, kit, submission_dir)
+            seccomp = isolation.seccomp_fd()
+            inherited += [seccomp] if seccomp is not None else []
+            command, _ = isolation.bubblewrap_command(command, kit, submission_dir, seccomp)
         else:
             if backend == "uid":
                 command = isolation.uid_command(command)
@@ -227,14 +231,14 @@ class ProcessChild(Child):
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            pass_fds=(request_read, result_write),
+            pass_fds=inherited,
             cwd=home,
             env=env,
             start_new_session=True,  # its own process group, so one killpg ends everything it started
             preexec_fn=functools.partial(isolation.apply_limits_in_child, limits, join, max_processes),
         )
-        os.close(request_read)
-        os.close(result_write)
+        for fd in inherited:  # the child has its copies
+            os.close(fd)
         self.requests = os.fdopen(request_write, "wb")
         self._threads = [
             threading.Thread(target=self.stdout.drain, args=(self.process.stdout,), daemon=True),

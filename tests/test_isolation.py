@@ -1,5 +1,8 @@
 """The walls themselves: what bubblewrap exposes, the cgroup's life, how a backend is chosen."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -48,3 +51,24 @@ def test_backend_choice():
     assert isolation.choose_backend("process") == "process"
     if isolation.bubblewrap_works():
         assert isolation.choose_backend("auto") == isolation.choose_backend("strict") == "bubblewrap"
+
+
+@pytest.mark.skipif(not isolation.bubblewrap_works() or isolation.seccomp_program() is None, reason="needs bubblewrap and libseccomp")
+def test_seccomp_refuses_internet_sockets_and_ptrace_inside_the_sandbox(tmp_path):
+    probe = (
+        "import socket, errno, ctypes\n"
+        "try:\n    socket.socket(socket.AF_INET); print('inet allowed')\n"
+        "except OSError as e:\n    print('inet', errno.errorcode[e.errno])\n"
+        "socket.socket(socket.AF_UNIX).close(); print('unix allowed')\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "print('ptrace', libc.ptrace(0, 0, 0, 0), errno.errorcode[ctypes.get_errno()])\n"
+    )
+    (tmp_path / "kit").mkdir()
+    (tmp_path / "submission").mkdir()
+    fd = isolation.seccomp_fd()
+    try:
+        command, _ = isolation.bubblewrap_command([sys.executable, "-I", "-S", "-c", probe], tmp_path / "kit", tmp_path / "submission", fd)
+        output = subprocess.run(command, capture_output=True, text=True, pass_fds=[fd], timeout=60).stdout
+    finally:
+        os.close(fd)
+    assert output.splitlines() == ["inet EACCES", "unix allowed", "ptrace -1 EPERM"]
