@@ -9,11 +9,13 @@ from pathlib import Path
 import torch
 
 from grader import __version__
+from grader.cases import make_cases
+from grader.expected import expected_for
 from grader.isolation import IsolationUnavailable, choose_backend
 from grader.judge import grade
 from grader.report import hints, render_json, render_text
 from grader.results import Report, Verdict
-from grader.spec import SPEC_PATH, load_spec
+from grader.spec import SPEC_PATH, Spec, load_spec
 
 EXIT_ACCEPTED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
@@ -23,7 +25,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="python -m grader",
         description="Grade a solution of the tied-head MLM forward pass. Exit status: 0 accepted, 1 any other verdict, 2 usage or grader error.",
     )
-    parser.add_argument("submission", type=Path, help="the candidate's solution.py")
+    parser.add_argument("submission", type=Path, nargs="?", help="the candidate's solution.py")
+    parser.add_argument(
+        "--save-public",
+        type=Path,
+        metavar="DIR",
+        help="write each public case (inputs, expected logits and gradients) to DIR/<case>.pt and exit; "
+        "load one with torch.load(path, weights_only=True)",
+    )
     parser.add_argument("--public", action="store_true", help="run only the public cases, with full diagnostics")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument(
@@ -45,12 +54,34 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def save_public_cases(spec: Spec, folder: Path) -> int:
+    """Everything about the public cases, for a candidate to debug with. Hidden cases never."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for case in make_cases(spec, spec.default_hidden_seed, public_only=True):
+        expected = expected_for(case)
+        content = {
+            **case.inputs,
+            "num_heads": case.num_heads,
+            "grad_output": case.grad_output,
+            "expected_logits": expected.output,
+            **{f"expected_grad_{name}": grad for name, grad in expected.grads.items()},
+        }
+        torch.save(content, folder / f"{case.name}.pt")
+        print(f"{folder / case.name}.pt  ({case.shape_text()}, {case.dtype})")
+    return EXIT_ACCEPTED
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         spec = load_spec(args.spec.resolve())
     except (OSError, ValueError, KeyError, TypeError) as error:
         print(f"grader: cannot use the spec file {args.spec}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.save_public:
+        return save_public_cases(spec, args.save_public)
+    if args.submission is None:
+        print("grader: a submission file is needed (or --save-public DIR)", file=sys.stderr)
         return EXIT_USAGE
     if not args.submission.exists():
         print(f"grader: no such file: {args.submission}", file=sys.stderr)

@@ -165,3 +165,18 @@ def test_every_report_names_the_isolation_used():
     assert report["isolation"].startswith("process")
     text = run_grader(str(CORRECT), "--isolation", "process").stdout
     assert "isolation: process" in text
+
+
+def test_public_cases_can_be_saved_in_full_and_hidden_ones_never(tmp_path):
+    result = run_grader("--save-public", str(tmp_path))
+    assert result.returncode == 0
+    saved = sorted(p.stem for p in tmp_path.glob("*.pt"))
+    assert saved and all(name.startswith("public_") for name in saved)
+    import torch
+
+    from reference import mlm_forward_tied
+
+    case = torch.load(tmp_path / "public_tiny.pt", weights_only=True)
+    inputs = {k: case[k] for k in ("input_ids", "w_emb", "pos_embed", "blocks_weights", "mask_indicator")}
+    expected = mlm_forward_tied(**{k: v.double() if v.is_floating_point() else v for k, v in inputs.items()}, num_heads=case["num_heads"])
+    torch.testing.assert_close(case["expected_logits"], expected)
