@@ -30,7 +30,7 @@ def main() -> None:
         if unshare_net_works():
             variants["unshare --net"] = ["unshare", "--net", "--", *child]
         if bubblewrap_works():
-            variants["bubblewrap"] = bubblewrap_command(child, Path(kit), Path(submission))[0]
+            variants["bubblewrap"] = bubblewrap_command(child, Path(kit), Path(submission))
         times: dict[str, list[float]] = {name: [] for name in variants}
         for _ in range(repeats):
             for name, command in variants.items():

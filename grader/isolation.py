@@ -184,7 +184,8 @@ def seccomp_fd() -> int | None:
     return fd
 
 
-def bubblewrap_command(command: list[str], kit: Path, submission_dir: Path, seccomp: int | None = None) -> tuple[list[str], Layout]:
+def bubblewrap_command(command: list[str], kit: Path, submission_dir: Path, seccomp: int | None = None) -> list[str]:
+    """`command` inside the sandbox; it finds the kit and the submission at SANDBOX_KIT and SANDBOX_SUBMISSION."""
     filters = ["--seccomp", str(seccomp)] if seccomp is not None else []
     wrapper = [
         "bwrap",
@@ -206,7 +207,7 @@ def bubblewrap_command(command: list[str], kit: Path, submission_dir: Path, secc
         *filters,
         "--",
     ]  # fmt: skip
-    return wrapper + command, Layout(SANDBOX_KIT, SANDBOX_SUBMISSION, "/tmp")
+    return wrapper + command
 
 
 class Cgroup:

@@ -13,7 +13,7 @@ from typing import Any
 
 from torch import Tensor
 
-from grader import policy
+from grader import isolation, policy
 from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, Case, make_cases, seed_public_id
 from grader.compare import bitwise_equal, compare_values
 from grader.expected import Expected, expected_for
@@ -116,9 +116,10 @@ def classify_exit(exit: Exit, limits: Limits, during: str) -> tuple[Verdict, str
         return Verdict.TIME_LIMIT_EXCEEDED, f"used more than {limits.cpu_seconds} s of CPU time {during}"
     if name == "SIGXFSZ":
         return Verdict.RUNTIME_ERROR, f"wrote a file larger than the limit of {limits.file_size_mib} MiB {during}"
+    note = f" after reaching the limit of {isolation.PIDS_MAX} processes" if exit.pids_limit_hits else ""
     if name is not None:
-        return Verdict.RUNTIME_ERROR, f"the process was killed by {name} {during}"
-    return Verdict.RUNTIME_ERROR, f"the process exited with status {exit.returncode} {during} (exit() or os._exit() in the submission?)"
+        return Verdict.RUNTIME_ERROR, f"the process was killed by {name} {during}{note}"
+    return Verdict.RUNTIME_ERROR, f"the process exited with status {exit.returncode} {during}{note} (exit() or os._exit() in the submission?)"
 
 
 def _startup(child: Child, limits: Limits) -> tuple[Verdict, str] | None:

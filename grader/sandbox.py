@@ -27,7 +27,6 @@ from grader.spec import Spec
 
 CHILD_PACKAGE = Path(__file__).resolve().parent / "child"
 BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv[1]); from child.runner import main; main(sys.argv[2:])"
-MIB = 1 << 20
 
 
 class ChildGone(Exception):
@@ -215,7 +214,7 @@ class ProcessChild(Child):
         if backend == "bubblewrap":
             seccomp = isolation.seccomp_fd()
             inherited += [seccomp] if seccomp is not None else []
-            command, _ = isolation.bubblewrap_command(command, kit, submission_dir, seccomp)
+            command = isolation.bubblewrap_command(command, kit, submission_dir, seccomp)
         else:
             if backend == "uid":
                 command = isolation.uid_command(command)

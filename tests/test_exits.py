@@ -27,6 +27,7 @@ def ended(returncode=0, by_grader=False, cpu=1.0, oom=0, pids=0) -> Exit:
         (ended(-signal.SIGXFSZ), Verdict.RUNTIME_ERROR, "file larger than"),
         (ended(0), Verdict.RUNTIME_ERROR, "exited with status 0"),
         (ended(3), Verdict.RUNTIME_ERROR, "exited with status 3"),
+        (ended(-signal.SIGSEGV, pids=2), Verdict.RUNTIME_ERROR, "after reaching the limit of 64 processes"),
     ],
 )
 def test_each_ending_gets_its_verdict(exit, verdict, words):
