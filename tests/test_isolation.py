@@ -24,6 +24,8 @@ def test_bubblewrap_never_exposes_the_repository_the_reference_or_the_grader(tmp
         assert not any(s == secret or secret.is_relative_to(s) for s in sources), secret
     assert "--bind" not in command  # nothing of the host is writable inside
     assert {"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop"} <= set(command)
+    first_bind = command.index("--ro-bind")
+    assert command.index("--tmpfs") < first_bind  # else a venv under /tmp would be hidden by the tmpfs
     assert [str(tmp_path / "kit"), isolation.SANDBOX_KIT] == command[command.index(str(tmp_path / "kit")) :][:2]
 
 
