@@ -190,10 +190,11 @@ def start_child(workdir: Path, source: bytes, filename: str, spec: Spec, backend
     return ProcessChild(workdir, source, filename, spec, backend)
 
 
-def grade(path: Path, spec: Spec, hidden_seed: str, public_only: bool = False, backend: str = "bubblewrap") -> Report:
-    """Grade one submission file, its child walled in by `backend` (see grader/isolation.py).
-    Never raises for anything the submission does."""
+def grade(path: Path, spec: Spec, hidden_seed: str, public_only: bool = False, backend: str | None = None) -> Report:
+    """Grade one submission file, its child walled in by `backend` (see grader/isolation.py; the
+    strongest that works here when None). Never raises for anything the submission does."""
     started = time.monotonic()
+    backend = backend or isolation.choose_backend("auto")
     report = Report(Verdict.GRADER_ERROR, "", str(path), seed_public_id(hidden_seed), backend)
     try:
         source, tree = read_source(path, spec.limits.source_bytes)
