@@ -18,6 +18,7 @@ from pathlib import Path
 import docker
 from docker.errors import DockerException, ImageNotFound, NotFound
 from docker.types import Ulimit
+from requests.exceptions import RequestException
 
 from grader import isolation
 from grader.sandbox import BOOTSTRAP, Child, ChildGone, Exit, prepare_files
@@ -144,7 +145,7 @@ class DockerChild(Child):
     def exit(self, wait_seconds: float = 5.0) -> Exit:
         try:
             status = self.container.wait(timeout=wait_seconds)["StatusCode"]
-        except Exception:  # noqa: BLE001 - the engine's client raises a timeout of its transport
+        except (RequestException, DockerException):  # still running after wait_seconds
             self.kill()
             status = self.container.wait()["StatusCode"]
         self.container.reload()
