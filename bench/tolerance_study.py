@@ -8,7 +8,6 @@ fraction of max|expected| and as a multiple of the spec's tolerance. Usage:
     .venv/bin/python bench/tolerance_study.py [SEEDS]
 """
 
-import importlib.util
 import math
 import sys
 from collections import defaultdict
@@ -20,16 +19,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader.cases import DIFFERENTIABLE_INPUTS, make_cases  # noqa: E402
+from grader.child.runner import load_submission  # noqa: E402
 from grader.expected import expected_for  # noqa: E402
 from grader.spec import load_spec  # noqa: E402
 
 
 def load(path: Path):
-    spec = importlib.util.spec_from_file_location(f"study_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module.mlm_forward_tied
+    return load_submission(str(path)).mlm_forward_tied
 
 
 def relative_error(expected: torch.Tensor, got: object) -> float:

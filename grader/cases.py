@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 from grader.spec import CaseTemplate, Spec
+from reference.mlm import attention_scores, layer_norm
 
 INPUT_NAMES = ("input_ids", "w_emb", "pos_embed", "blocks_weights", "mask_indicator")
 DIFFERENTIABLE_INPUTS = ("w_emb", "pos_embed", "blocks_weights")
@@ -43,6 +44,17 @@ class Case:
             "V": v,
             "M": self.grad_output.shape[0],
         }
+
+    def request(self) -> tuple[dict[str, Any], dict[str, Tensor]]:
+        """The frame the child answers: which inputs, in call order, and which get gradients."""
+        header = {
+            "kind": "case",
+            "name": self.name,
+            "num_heads": self.num_heads,
+            "inputs": list(INPUT_NAMES),
+            "differentiable": list(DIFFERENTIABLE_INPUTS),
+        }
+        return header, self.inputs | {"grad_output": self.grad_output}
 
     def shape_text(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.shape.items())
@@ -100,17 +112,13 @@ def _mask(rng: np.random.Generator, kind: str, prob: float, n: int, t: int, dtyp
     return mask
 
 
-def _largest_first_block_score(x0: np.ndarray, w_q: np.ndarray, w_k: np.ndarray, heads: int, eps: float) -> float:
-    """Largest attention score of the first block (float64), computed as the reference does."""
-    x = x0.astype(np.float64)
-    h = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps)
-    n, t, d = x.shape
-    q = (h @ w_q).reshape(n, t, heads, d // heads)
-    k = (h @ w_k).reshape(n, t, heads, d // heads)
-    return float(np.einsum("nqhc,nkhc->nhqk", q, k).max() / np.sqrt(d // heads))
+def _largest_first_block_score(x0: np.ndarray, w_q: np.ndarray, w_k: np.ndarray, heads: int) -> float:
+    """Largest attention score of the first block, in float64, as the reference computes it."""
+    x, q, k = (torch.from_numpy(a).double() for a in (x0, w_q, w_k))
+    return attention_scores(layer_norm(x), q, k, heads).max().item()
 
 
-def make_case(template: CaseTemplate, seed: str, threshold: float, eps: float) -> Case:
+def make_case(template: CaseTemplate, seed: str, threshold: float) -> Case:
     rng = _rng(seed, template.name)
     s = {key: _draw(rng, value) for key, value in sorted(template.settings.items())}
     dtype = np.dtype(s["dtype"])
@@ -126,7 +134,7 @@ def make_case(template: CaseTemplate, seed: str, threshold: float, eps: float) -
     gains = [s["qk_gain"], s["qk_gain"], 1.0, s["out_gain"], s["mlp_gain"], s["out_gain"]]
     blocks = np.stack([normal(g / np.sqrt(d), b, d, d) for g in gains], axis=1) if b else np.zeros((0, 6, d, d), dtype)
     if s.get("min_score") and b:  # guarantee the family's promise: scale w_q until a score is that large
-        largest = _largest_first_block_score(w_emb[input_ids] + pos_embed, blocks[0, 0], blocks[0, 1], h, eps)
+        largest = _largest_first_block_score(w_emb[input_ids] + pos_embed, blocks[0, 0], blocks[0, 1], h)
         if largest < s["min_score"]:
             blocks[0, 0] *= dtype.type(1.5 * s["min_score"] / max(largest, 1e-3))
     mask = _mask(rng, s["mask"], s["mask_prob"], n, t, dtype)
@@ -152,6 +160,6 @@ def make_cases(spec: Spec, hidden_seed: str, public_only: bool = False) -> list[
         public = template.settings["visibility"] == "public"
         if public or not public_only:
             seed = spec.public_seed if public else hidden_seed
-            cases.append(make_case(template, seed, spec.mask_threshold, spec.layer_norm_eps))
+            cases.append(make_case(template, seed, spec.mask_threshold))
     cases.sort(key=lambda case: not case.public)
     return cases

@@ -30,8 +30,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--save-public",
         type=Path,
         metavar="DIR",
-        help="write each public case (inputs, expected logits and gradients) to DIR/<case>.pt and exit; "
-        "load one with torch.load(path, weights_only=True)",
+        help="write each public case (inputs, expected logits and gradients) to DIR/<case>.pt and exit; load one with torch.load(path, weights_only=True)",
     )
     parser.add_argument("--public", action="store_true", help="run only the public cases, with full diagnostics")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")

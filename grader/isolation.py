@@ -333,17 +333,18 @@ def apply_limits_in_child(limits: Limits, cgroup_files: list[str], max_processes
 def choose_backend(requested: str) -> str:
     """'auto' picks the strongest backend that works here; 'strict' refuses the plain process
     backend; a backend's name insists on it."""
-    available = [name for name, works in (("bubblewrap", bubblewrap_works), ("uid", uid_separation_works)) if works()]
+    probes = {"bubblewrap": bubblewrap_works, "uid": uid_separation_works}  # strongest first
     if requested in ("auto", "strict"):
-        if available:
-            return available[0]
+        for name, works in probes.items():
+            if works():  # later probes are not run once one works
+                return name
         if requested == "strict":
             raise IsolationUnavailable(
                 "--isolation strict needs bubblewrap with permission to create namespaces (apt-get install bubblewrap), "
                 "or a runner user to switch to (mlm-runner or nobody, with setpriv); neither works here"
             )
         return "process"
-    if requested == "process" or requested in available:
+    if requested == "process" or (requested in probes and probes[requested]()):
         return requested
     if requested == "docker":
         try:
@@ -360,7 +361,6 @@ def choose_backend(requested: str) -> str:
 
 def describe(backend: str, cgroup: "Cgroup | None", limits: Limits) -> str:
     """One line for every report: what the child was walled in by."""
-    net = "network namespace" if unshare_net_works() else "shared network"
     if backend == "bubblewrap":
         walls = f"bubblewrap (user, pid, net, ipc, uts, mount namespaces; read-only runtime; private {TMPFS_MIB} MiB /tmp)"
         if seccomp_program() is not None:
@@ -369,6 +369,7 @@ def describe(backend: str, cgroup: "Cgroup | None", limits: Limits) -> str:
         network = "network namespace" if unshare_net_works() else "the container's network"
         walls = f"uid (separate user {runner_ids()[0]}, no capabilities; {network}; the container is the outer wall)"
     else:
-        walls = f"process ({net}; same user; no file-system isolation)"
+        network = "network namespace" if unshare_net_works() else "shared network"
+        walls = f"process ({network}; same user; no file-system isolation)"
     groups = f"cgroup memory {limits.memory_mib} MiB, pids {PIDS_MAX}" if cgroup else "no cgroup"
     return f"{walls}; {groups}; rlimits"

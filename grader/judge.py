@@ -153,7 +153,7 @@ def _run_cases(child: Child, cases: list[Case], results: list[CaseResult], spec:
         started = time.monotonic()
         during = f"during case {case.name}"
         try:
-            child.send({"kind": "case", "name": case.name, "num_heads": case.num_heads}, case.inputs | {"grad_output": case.grad_output})
+            child.send(*case.request())
             reply, tensors = child.receive(limits.case_seconds)
         except ChildTimeout:
             result.status, result.check = Verdict.TIME_LIMIT_EXCEEDED, "time"

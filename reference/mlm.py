@@ -33,18 +33,23 @@ def softmax(scores: Tensor) -> Tensor:
     return weights / weights.sum(dim=-1, keepdim=True)
 
 
+def split_heads(y: Tensor, num_heads: int) -> Tensor:
+    """(N, T, D) -> (N, H, T, d_head): head h owns columns [h*d_head, (h+1)*d_head)."""
+    n, t, d = y.shape
+    return y.reshape(n, t, num_heads, d // num_heads).transpose(1, 2)
+
+
+def attention_scores(x: Tensor, w_q: Tensor, w_k: Tensor, num_heads: int) -> Tensor:
+    """Scaled query-key products, (N, H, T_query, T_key)."""
+    q, k = split_heads(x @ w_q, num_heads), split_heads(x @ w_k, num_heads)
+    return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+
+
 def multi_head_attention(x: Tensor, w_q: Tensor, w_k: Tensor, w_v: Tensor, w_o: Tensor, num_heads: int) -> Tensor:
-    """Bidirectional self-attention; head h owns columns [h*d_head, (h+1)*d_head)."""
+    """Bidirectional self-attention: softmax over the keys, heads concatenated, then projected."""
     n, t, d = x.shape
-    d_head = d // num_heads
-
-    def split_heads(y: Tensor) -> Tensor:  # (N, T, D) -> (N, H, T, d_head)
-        return y.reshape(n, t, num_heads, d_head).transpose(1, 2)
-
-    q, k, v = split_heads(x @ w_q), split_heads(x @ w_k), split_heads(x @ w_v)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_head)  # (N, H, T_query, T_key)
-    heads = softmax(scores) @ v  # (N, H, T, d_head)
-    return heads.transpose(1, 2).reshape(n, t, d) @ w_o  # concatenate heads, project
+    heads = softmax(attention_scores(x, w_q, w_k, num_heads)) @ split_heads(x @ w_v, num_heads)  # (N, H, T, d_head)
+    return heads.transpose(1, 2).reshape(n, t, d) @ w_o
 
 
 def feed_forward(x: Tensor, w_mlp1: Tensor, w_mlp2: Tensor) -> Tensor:

@@ -5,14 +5,11 @@ in this process, on several seeds: every correct file passes every case, every w
 at least one. The command-line tests cover the process boundary; this covers the seeds.
 """
 
-import importlib.util
-import sys
-
 import pytest
 
 from grader.cases import make_cases
 from grader.child.guard import Guard
-from grader.child.runner import run_case
+from grader.child.runner import load_submission, run_case
 from grader.expected import expected_for
 from grader.judge import judge_reply
 from grader.results import CaseResult
@@ -23,14 +20,6 @@ SPEC = load_spec()
 SEEDS = ["seed-one", "seed-two", "seed-three"]
 
 
-def load(path):
-    spec = importlib.util.spec_from_file_location(f"seeds_{path.parent.name}_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module.mlm_forward_tied
-
-
 @pytest.fixture(scope="module", params=SEEDS)
 def graded_cases(request):
     cases = make_cases(SPEC, request.param)
@@ -38,12 +27,11 @@ def graded_cases(request):
 
 
 def failures(path, graded_cases) -> list[str]:
-    fn = load(path)
+    fn = load_submission(str(path)).mlm_forward_tied
     guard = Guard(SPEC.policy["forbidden_functions"], SPEC.policy["forbidden_operators"], str(path))
     failed = []
     for case, expected in graded_cases:
-        header = {"name": case.name, "num_heads": case.num_heads}
-        reply, tensors = run_case(fn, header, case.inputs | {"grad_output": case.grad_output}, str(path), guard)
+        reply, tensors = run_case(fn, *case.request(), str(path), guard)
         result = CaseResult(case.name, case.family, case.dtype, case.public, case.shape_text())
         judge_reply(case, expected, reply, tensors, SPEC, result)
         if not result.passed:

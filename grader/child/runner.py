@@ -22,8 +22,6 @@ import torch
 from . import wire
 from .guard import Guard
 
-INPUT_NAMES = ("input_ids", "w_emb", "pos_embed", "blocks_weights", "mask_indicator")
-DIFFERENTIABLE = ("w_emb", "pos_embed", "blocks_weights")
 MEMORY_MARKERS = ("can't allocate memory", "not enough memory", "out of memory")
 
 
@@ -88,12 +86,13 @@ def run_case(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Tens
 
 def _run_calls(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Tensor], submission: str) -> tuple[dict, dict]:
     num_heads = header["num_heads"]
+    names, differentiable = header["inputs"], header["differentiable"]  # call order; gradient inputs
     grad_output = tensors["grad_output"]
     reply: dict[str, Any] = {"kind": "result", "name": header["name"]}
     sent: dict[str, torch.Tensor] = {}
 
     # 1. The plain call, on copies we send back afterwards so the grader can see any change.
-    args = {name: tensors[name].clone() for name in INPUT_NAMES}
+    args = {name: tensors[name].clone() for name in names}
     start = time.perf_counter()
     try:
         out = fn(*args.values(), num_heads)
@@ -106,19 +105,19 @@ def _run_calls(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Te
     # 2. The gradient call: fresh leaves, the grader's upstream gradient.
     if "output" not in sent or tuple(sent["output"].shape) != tuple(grad_output.shape):
         return reply, sent
-    leaves = {name: tensors[name].clone().requires_grad_(name in DIFFERENTIABLE) for name in INPUT_NAMES}
+    leaves = {name: tensors[name].clone().requires_grad_(name in differentiable) for name in names}
     try:
         out = fn(*leaves.values(), num_heads)
         if isinstance(out, torch.Tensor) and out.requires_grad:
-            wrt = [leaves[name] for name in DIFFERENTIABLE]
+            wrt = [leaves[name] for name in differentiable]
             grads = torch.autograd.grad(out, wrt, grad_outputs=grad_output.to(out.dtype), allow_unused=True)
             reply["differentiable"] = True
         else:
-            grads = [None] * len(DIFFERENTIABLE)
+            grads = [None] * len(differentiable)
             reply["differentiable"] = False
     except BaseException as error:  # noqa: BLE001
         return reply | {"phase": "gradient"} | _error_report(error, submission), sent
-    for name, grad in zip(DIFFERENTIABLE, grads, strict=True):
+    for name, grad in zip(differentiable, grads, strict=True):
         sent[f"grad_{name}"] = torch.zeros_like(tensors[name]) if grad is None else grad.detach()
     return reply, sent
 
