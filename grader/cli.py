@@ -12,7 +12,7 @@ from grader import __version__
 from grader.cases import make_cases
 from grader.expected import expected_for
 from grader.isolation import IsolationUnavailable, choose_backend
-from grader.judge import grade
+from grader.judge import STRONG_BACKENDS, grade
 from grader.report import hints, render_json, render_text
 from grader.results import Report, Verdict
 from grader.spec import SPEC_PATH, Spec, load_spec
@@ -46,6 +46,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="how the submission is walled in: auto (the strongest that works here), strict (bubblewrap or uid "
         "separation, else refuse), docker (each child in a container from the runner image, through the Docker Engine "
         "API at DOCKER_HOST), or one backend by name; every report names the level used",
+    )
+    parser.add_argument(
+        "--no-static-check",
+        action="store_true",
+        help="for testing the grader: skip the static policy check so the runtime guard and the sandbox face the "
+        "submission alone; refused unless the isolation is bubblewrap or uid",
     )
     parser.add_argument("--verbose", action="store_true", help="show the message of every failing case")
     parser.add_argument("--spec", type=Path, default=SPEC_PATH, help="the problem's spec file (default: problem/spec.toml)")
@@ -90,12 +96,15 @@ def main(argv: list[str] | None = None) -> int:
     except IsolationUnavailable as error:
         print(f"grader: {error}", file=sys.stderr)
         return EXIT_USAGE
+    if args.no_static_check and backend not in STRONG_BACKENDS:
+        print(f"grader: --no-static-check needs bubblewrap or uid isolation (this run would use {backend})", file=sys.stderr)
+        return EXIT_USAGE
     seed = args.seed or os.environ.get(spec.seed_env_var) or spec.default_hidden_seed
     # The tensors are tiny: threads only add overhead, and spin against other graders on the host.
     torch.set_num_threads(1)
 
     try:
-        report = grade(args.submission, spec, seed, public_only=args.public, backend=backend)
+        report = grade(args.submission, spec, seed, public_only=args.public, backend=backend, static_check=not args.no_static_check)
         report.hints = hints(report, spec)
     except Exception:  # noqa: BLE001 - a fault of the grader must never be blamed on the candidate
         message = "internal error of the grader (not the submission's fault):\n" + traceback.format_exc()

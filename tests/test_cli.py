@@ -180,3 +180,9 @@ def test_public_cases_can_be_saved_in_full_and_hidden_ones_never(tmp_path):
     inputs = {k: case[k] for k in ("input_ids", "w_emb", "pos_embed", "blocks_weights", "mask_indicator")}
     expected = mlm_forward_tied(**{k: v.double() if v.is_floating_point() else v for k, v in inputs.items()}, num_heads=case["num_heads"])
     torch.testing.assert_close(case["expected_logits"], expected)
+
+
+def test_skipping_the_static_check_is_refused_without_a_real_sandbox():
+    result = run_grader(str(SUBMISSIONS / "forbidden_api" / "plain_torch_softmax.py"), "--no-static-check", "--isolation", "process")
+    assert result.returncode == 2 and "--no-static-check needs bubblewrap or uid" in result.stderr
+    assert result.stdout == ""

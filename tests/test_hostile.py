@@ -1,13 +1,17 @@
 """Hostile submissions: each is rejected with its precise verdict and leaves no trace.
 
-They reach os and sys as [torch][0].os, which no static check can see, so what stops them here
-is the sandbox. After each run the host is checked: no marker file anywhere they tried to write,
-no process of theirs, no cgroup left, the checkout unchanged, the loopback service untouched, and
-the secret seed nowhere in the output.
+Each wall is proven alone: every hostile file runs twice, once with the static check skipped
+(`--no-static-check`, so the runtime guard, the protocol checks and the sandbox face it alone:
+it must get its folder's verdict) and once with it (it must get `forbidden_api`, or the verdict
+named by a `# static check: <verdict>` line in the file, for attacks no static rule can see).
+After each run the host is checked: no marker file anywhere they tried to write, no process of
+theirs, no cgroup left, the checkout unchanged, the loopback service untouched, and the secret
+seed nowhere in the output.
 """
 
 import hashlib
 import os
+import re
 import socket
 import threading
 from pathlib import Path
@@ -94,13 +98,22 @@ def their_cgroups(name: str) -> list[Path]:
     return [*root.glob(f"*/mlm-grader-{name}-*"), *root.glob(f"mlm-grader-{name}-*")]
 
 
+def verdict_with_static_check(path: Path) -> str:
+    found = re.search(r"^# static check: (\w+)$", path.read_text(), re.MULTILINE)
+    return found.group(1) if found else "forbidden_api"
+
+
+@pytest.mark.skipif(not bubblewrap_works(), reason="--no-static-check needs bubblewrap (CI installs it)")
+@pytest.mark.parametrize("static_check", [False, True], ids=["walls-alone", "with-static-check"])
 @pytest.mark.parametrize("path", HOSTILE, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_hostile_file_is_rejected_and_leaves_no_trace(path, tmp_path, loopback_service):
+def test_hostile_file_is_rejected_and_leaves_no_trace(path, static_check, tmp_path, loopback_service):
     before = checkout_digest()
     extra = ["--spec", str(fast_spec(tmp_path))] if path.parent.name == "time_limit_exceeded" else []
+    extra += [] if static_check else ["--no-static-check"]
     report, status = grade_json(str(path), *extra, env={"MLM_GRADER_SEED": SECRET})
 
-    assert report["verdict"] == path.parent.name, report["message"]
+    expected = verdict_with_static_check(path) if static_check else path.parent.name
+    assert report["verdict"] == expected, report["message"]
     assert status == 1
     assert SECRET not in report["stdout"] + report["stderr"] + report["message"]
     assert markers() == []
