@@ -21,7 +21,6 @@ from grader.results import NOT_RUN, PASSED, CaseResult, Report, Verdict
 from grader.sandbox import Child, ChildGone, ChildProtocolError, ChildTimeout, Exit, ProcessChild
 from grader.spec import Limits, Spec
 
-
 STRONG_BACKENDS = ("bubblewrap", "uid")  # the walls that hold without the static check
 
 
