@@ -1,3 +1,20 @@
-"""Auto-grader for the tied-head MLM forward pass. Run it as `python -m grader SUBMISSION`."""
+"""Auto-grader for the tied-head MLM forward pass. Run it as `python -m grader SUBMISSION`, or
+`python -m grader batch PATH...` for many; from Python: `from grader import grade_source, grade_many`."""
 
 __version__ = "0.1.0"
+
+_API = ("grade_source", "grade_many", "Report")
+
+
+def __getattr__(name: str) -> object:
+    """The API is imported on first use, so that `import grader` (and the command line) does not
+    pay for it."""
+    if name in _API:
+        from grader import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'grader' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])

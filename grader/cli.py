@@ -1,4 +1,4 @@
-"""Command line: python -m grader SUBMISSION [--public] [--json] [--seed S]."""
+"""Command line: python -m grader SUBMISSION [--public] [--json] [--seed S]; python -m grader batch PATH... (grader/batch.py)."""
 
 import argparse
 import os
@@ -23,7 +23,8 @@ EXIT_ACCEPTED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m grader",
-        description="Grade a solution of the tied-head MLM forward pass. Exit status: 0 accepted, 1 any other verdict, 2 usage or grader error.",
+        description="Grade a solution of the tied-head MLM forward pass. Exit status: 0 accepted, 1 any other verdict, 2 usage or grader error. "
+        "To grade many submissions: python -m grader batch --help.",
     )
     parser.add_argument("submission", type=Path, nargs="?", help="the candidate's solution.py")
     parser.add_argument(
@@ -77,6 +78,11 @@ def save_public_cases(spec: Spec, folder: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["batch"]:
+        from grader import batch
+
+        return batch.main(argv[1:])
     args = parse_args(argv)
     try:
         spec = load_spec(args.spec.resolve())
@@ -90,6 +96,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     if not args.submission.exists():
         print(f"grader: no such file: {args.submission}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.submission.is_dir():
+        print(
+            f"grader: {args.submission} is a folder; to grade every submission in it: python -m grader batch {args.submission} --out results.jsonl",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     try:
         backend = choose_backend(args.isolation)

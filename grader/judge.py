@@ -8,6 +8,9 @@ import ast
 import stat
 import tempfile
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,22 @@ from grader.sandbox import Child, ChildGone, ChildProtocolError, ChildTimeout, E
 from grader.spec import Limits, Spec
 
 STRONG_BACKENDS = ("bubblewrap", "uid")  # the walls that hold without the static check
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The cases and their expected outputs for one seed: computed once, shared (read-only) by
+    every submission of a batch."""
+
+    seed_id: str
+    public_only: bool
+    cases: list[Case]
+    expected: list[Expected]
+
+
+def prepare(spec: Spec, hidden_seed: str, public_only: bool = False) -> Prepared:
+    cases = make_cases(spec, hidden_seed, public_only)
+    return Prepared(seed_public_id(hidden_seed), public_only, cases, [expected_for(case) for case in cases])
 
 
 class Rejection(Exception):
@@ -143,8 +162,7 @@ def _startup(child: Child, limits: Limits) -> tuple[Verdict, str] | None:
     return None
 
 
-def _run_cases(child: Child, cases: list[Case], results: list[CaseResult], spec: Spec) -> None:
-    expected = [expected_for(case) for case in cases]  # while the child is still importing torch
+def _run_cases(child: Child, cases: list[Case], expected: list[Expected], results: list[CaseResult], spec: Spec) -> None:
     limits = spec.limits
     problem = _startup(child, limits)
     if problem:
@@ -192,13 +210,28 @@ def start_child(workdir: Path, source: bytes, filename: str, spec: Spec, backend
     return ProcessChild(workdir, source, filename, spec, backend)
 
 
-def grade(path: Path, spec: Spec, hidden_seed: str, public_only: bool = False, backend: str | None = None, static_check: bool = True) -> Report:
+def grade(
+    path: Path,
+    spec: Spec,
+    hidden_seed: str,
+    public_only: bool = False,
+    backend: str | None = None,
+    static_check: bool = True,
+    prepared: Prepared | None = None,
+    watch: Callable[[Child], AbstractContextManager[object]] | None = None,
+) -> Report:
     """Grade one submission file, its child walled in by `backend` (see grader/isolation.py; the
     strongest that works here when None). Never raises for anything the submission does.
     static_check=False skips the policy check so tests can prove the other walls alone; it is
-    refused unless a real sandbox (bubblewrap or uid) holds the child."""
+    refused unless a real sandbox (bubblewrap or uid) holds the child.
+    prepared: the cases and expected outputs of prepare(spec, hidden_seed, public_only), when a
+    batch computed them once; else they are computed here, while the child starts.
+    watch(child): entered as soon as the child is started and left just before it is closed, so
+    that another thread may end a grading early with child.kill() (a batch that is stopped)."""
     if not static_check and backend not in STRONG_BACKENDS:
         raise ValueError(f"the static check may be skipped only under {' or '.join(STRONG_BACKENDS)} isolation")
+    if prepared is not None and (prepared.seed_id, prepared.public_only) != (seed_public_id(hidden_seed), public_only):
+        raise ValueError("the prepared cases were made for another seed or another choice of public cases")
     started = time.monotonic()
     backend = backend or isolation.choose_backend("auto")
     report = Report(Verdict.GRADER_ERROR, "", str(path), seed_public_id(hidden_seed), backend)
@@ -213,15 +246,15 @@ def grade(path: Path, spec: Spec, hidden_seed: str, public_only: bool = False, b
     with tempfile.TemporaryDirectory(prefix="mlm-grader-", ignore_cleanup_errors=True) as workdir:
         # The child imports torch while we check the policy and build the cases; it runs no
         # submission code until _startup sends it the start frame.
-        with start_child(Path(workdir), source, path.name, spec, backend) as child:
+        with start_child(Path(workdir), source, path.name, spec, backend) as child, (watch or nullcontext)(child):
             report.isolation = child.isolation
             try:
                 violations = policy.check(tree, source.decode(), spec.policy) if static_check else []
                 if violations:
                     raise Rejection(Verdict.FORBIDDEN_API, policy.explain(violations))
-                cases = make_cases(spec, hidden_seed, public_only)
-                report.cases = [CaseResult(c.name, c.family, c.dtype, c.public, c.shape_text()) for c in cases]
-                _run_cases(child, cases, report.cases, spec)
+                prepared = prepared or prepare(spec, hidden_seed, public_only)  # while the child imports torch
+                report.cases = [CaseResult(c.name, c.family, c.dtype, c.public, c.shape_text()) for c in prepared.cases]
+                _run_cases(child, prepared.cases, prepared.expected, report.cases, spec)
                 report.verdict, report.message = overall(report.cases)
             except Rejection as rejection:
                 report.verdict, report.message = rejection.verdict, rejection.message

@@ -106,9 +106,10 @@ def test_unreadable_sources_are_compile_errors(tmp_path, content, why):
     assert why in report["message"]
 
 
-def test_a_directory_is_a_compile_error(tmp_path):
-    report, status = grade_json(str(tmp_path))
-    assert report["verdict"] == "compile_error" and "not a regular file" in report["message"]
+def test_a_folder_is_a_usage_error_that_points_to_batch(tmp_path):
+    result = run_grader(str(tmp_path), "--json")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "is a folder" in result.stderr and f"python -m grader batch {tmp_path}" in result.stderr
 
 
 def test_submission_output_is_kept_capped_and_does_not_change_the_verdict(tmp_path):

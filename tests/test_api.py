@@ -1,0 +1,54 @@
+"""The Python API: grade_source and grade_many give what the command line gives, and the source
+never runs in the caller's process."""
+
+import subprocess
+import sys
+
+import torch
+
+from grader import grade_many, grade_source
+from tests.grading import ROOT, SUBMISSIONS, grade_json
+from tests.test_cli import without_timings
+
+CORRECT = SUBMISSIONS / "accepted" / "plain_helpers.py"
+WRONG = SUBMISSIONS / "wrong_answer" / "causal_mask.py"
+
+
+def test_good_source_is_accepted_and_to_dict_is_the_json_report():
+    report = grade_source(CORRECT.read_text(), seed="api-seed")
+    assert (report.verdict, report.score) == ("accepted", 1.0)
+    assert report.message == "all 32 cases passed" and len(report.cases) == 32
+    alone, _ = grade_json(str(CORRECT), "--seed", "api-seed")
+    assert without_timings(report.to_dict()) == without_timings(alone) | {"submission": "<source>"}
+
+
+def test_syntax_error_and_bytes_that_are_not_utf8_are_compile_errors():
+    report = grade_source("def mlm_forward_tied(:\n")
+    assert report.verdict == "compile_error" and "syntax error at line 1" in report.message and report.score == 0.0
+    report = grade_source(b"# caf\xe9\ndef mlm_forward_tied():\n    pass\n")
+    assert report.verdict == "compile_error" and "not valid UTF-8 (byte 0xe9" in report.message
+    assert report.to_dict()["verdict"] == "compile_error"
+
+
+def test_the_source_runs_in_the_sandbox_not_in_the_callers_process(capfd):
+    source = 'import torch\nprint("hello from the submission", flush=True)\ntorch.ran_here = True\nraise ValueError("boom at import")\n'
+    report = grade_source(source, public_only=True)
+    assert report.verdict == "runtime_error" and "boom at import" in report.message
+    assert "hello from the submission" in report.stdout
+    assert "hello from the submission" not in capfd.readouterr().out
+    assert not hasattr(torch, "ran_here")
+
+
+def test_grade_many_yields_every_report_with_its_id():
+    sources = {"good": CORRECT.read_text(), "wrong": WRONG.read_bytes(), "broken": "def mlm_forward_tied(:\n"}
+    reports = {report.id: report for report in grade_many(sources, jobs=2)}
+    assert {i: r.verdict for i, r in reports.items()} == {"good": "accepted", "wrong": "wrong_answer", "broken": "compile_error"}
+    assert reports["wrong"].to_dict()["submission"] == "<source wrong>" and 0 < reports["wrong"].score < 1
+    assert [r.id for r in grade_many(["def mlm_forward_tied(:\n"])] == ["0"]  # a plain list: ids are positions
+
+
+def test_importing_grader_stays_cheap():
+    """The API is loaded on first use: `python -m grader` can start its child before importing torch."""
+    probe = "import sys, grader; print('torch' in sys.modules); from grader import grade_source; print('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.stdout.split() == ["False", "True"], result.stderr

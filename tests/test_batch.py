@@ -1,0 +1,241 @@
+"""`python -m grader batch`: the same verdicts as one file at a time, resume after Ctrl-C, shards,
+layouts, and a grader fault confined to its submission."""
+
+import csv
+import hashlib
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from grader import batch, judge
+from tests.grading import ROOT, SUBMISSIONS, grade_json, run_grader
+
+ONE_OF_EACH = [
+    "accepted/plain_helpers",
+    "wrong_answer/causal_mask",
+    "forbidden_api/plain_torch_softmax",
+    "compile_error/syntax_error",
+    "invalid_submission/no_entry_point",
+    "runtime_error/exit_in_call",
+    "time_limit_exceeded/infinite_loop_in_call",
+    "memory_limit_exceeded/huge_allocation",
+]
+
+
+def class_folder(folder: Path, names: list[str], prefix: str = "") -> Path:
+    folder.mkdir()
+    for name in names:
+        shutil.copy(SUBMISSIONS / f"{name}.py", folder / f"{prefix}{Path(name).name}.py")
+    return folder
+
+
+def hang_spec(tmp_dir: Path) -> Path:
+    """The real spec with a shorter limit for one case, so that a hanging submission ends sooner;
+    long enough for the first case (which warms up the runtime guard) on a loaded machine."""
+    text = (ROOT / "problem" / "spec.toml").read_text()
+    assert "case_seconds = 10" in text
+    path = tmp_dir / "spec.toml"
+    path.write_text(text.replace("case_seconds = 10", "case_seconds = 8"))
+    return path
+
+
+def lines_of(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def run_in_process(*argv: str) -> tuple[int, str]:
+    """The batch command in this process (no signal handlers: tests may not run on the main thread)."""
+    out = io.StringIO()
+    status = batch.run(batch.parse_args(list(argv)), batch._Stop(), out)
+    return status, out.getvalue()
+
+
+def syntax_errors(folder: Path, count: int) -> Path:
+    """Submissions graded without starting a child: fast."""
+    folder.mkdir()
+    for i in range(count):
+        (folder / f"student{i:02}.py").write_text(f"def mlm_forward_tied(:  # {i}\n")
+    return folder
+
+
+def test_batch_gives_the_verdicts_of_the_single_file_command(tmp_path):
+    spec = str(hang_spec(tmp_path))
+    folder = class_folder(tmp_path / "class", ONE_OF_EACH)
+    out, gradebook = tmp_path / "results.jsonl", tmp_path / "grades.csv"
+    result = run_grader("batch", str(folder), "--jobs", "2", "--out", str(out), "--csv", str(gradebook), "--spec", spec, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "one file per submission" in result.stdout and "8 submissions:" in result.stdout and "slowest:" in result.stdout
+
+    with ThreadPoolExecutor(2) as pool:
+        single = dict(pool.map(lambda p: (p.stem, grade_json(str(p), "--spec", spec)[0]), sorted(folder.glob("*.py"))))
+    lines = lines_of(out)
+    assert sorted(line["id"] for line in lines) == sorted(single)
+    for line in lines:
+        alone = single[line["id"]]
+        assert line["verdict"] == alone["verdict"], line["id"]
+        assert (line["score"], line["message"], line["seed_id"]) == (alone["score"], alone["message"], alone["seed_id"])
+        assert [(c["name"], c["status"], c["check"]) for c in line["cases"]] == [(c["name"], c["status"], c["check"]) for c in alone["cases"]]
+        assert set(alone) <= set(line)  # the per-case detail of --json, and more
+        path = folder / f"{line['id']}.py"
+        assert line["submission"] == str(path) and line["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+        assert line["grader_version"] == alone["versions"]["grader"]
+    assert {Path(name).parent.name for name in ONE_OF_EACH} == {line["verdict"] for line in lines}
+    with open(gradebook) as f:
+        assert list(csv.reader(f)) == [["id", "verdict", "score"]] + sorted([line["id"], line["verdict"], str(line["score"])] for line in lines)
+
+
+def leftovers(token: str) -> list[str]:
+    """Processes and cgroups of gradings whose file names carry `token`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and token in (entry / "cmdline").read_text():
+                found.append(f"process {entry.name}")
+        except OSError:
+            pass
+    found += [str(p) for p in Path("/sys/fs/cgroup").glob(f"*/mlm-grader-{token}*")]
+    return found
+
+
+def test_a_batch_stopped_with_ctrl_c_resumes_where_it_stopped(tmp_path):
+    token = f"resume{os.getpid()}x"
+    names = ["accepted/plain_helpers", "wrong_answer/causal_mask", "accepted/einsum_everywhere", "runtime_error/raises_in_call", "wrong_answer/gelu_erf"]
+    folder = class_folder(tmp_path / "class", names, prefix=token)
+    out = tmp_path / "results.jsonl"
+    command = [sys.executable, "-m", "grader", "batch", str(folder), "--jobs", "1", "--out", str(out)]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not (out.exists() and out.read_text().count("\n") >= 1) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 128 + signal.SIGINT, stdout + stderr
+    assert "stopped by SIGINT" in stdout and "run the same command again" in stdout and "Traceback" not in stderr
+    assert leftovers(token) == []
+    first = lines_of(out)
+    assert 1 <= len(first) < len(names)
+
+    result = run_grader("batch", str(folder), "--jobs", "2", "--out", str(out))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"skipped {len(first)} submissions already graded" in result.stdout
+    ids = [line["id"] for line in lines_of(out)]
+    assert sorted(ids) == sorted(token + Path(name).name for name in names)  # each exactly once
+
+    # A changed file is graded again; its new line, the last for its id, is the one that counts.
+    changed = folder / f"{token}raises_in_call.py"
+    changed.write_text("def mlm_forward_tied(:\n")
+    result = run_grader("batch", str(folder), "--out", str(out), "--csv", str(tmp_path / "grades.csv"))
+    assert result.returncode == 0 and f"skipped {len(names) - 1} submissions" in result.stdout
+    last = [line for line in lines_of(out) if line["id"] == changed.stem]
+    assert [line["verdict"] for line in last] == ["runtime_error", "compile_error"]
+    assert f"{changed.stem},compile_error,0.0" in (tmp_path / "grades.csv").read_text()
+
+
+def test_shards_together_grade_every_submission_once(tmp_path):
+    folder = syntax_errors(tmp_path / "class", 9)
+    graded = []
+    for index in range(3):
+        out = tmp_path / f"shard-{index}.jsonl"
+        status, text = run_in_process(str(folder), "--shard", f"{index}/3", "--out", str(out))
+        assert status == 0 and f"shard {index}/3:" in text
+        graded += [line["id"] for line in lines_of(out)]
+    assert sorted(graded) == sorted(p.stem for p in folder.glob("*.py"))  # all of them, none twice
+    # the same shard again picks the same submissions
+    status, _ = run_in_process(str(folder), "--shard", "1/3", "--out", str(tmp_path / "again.jsonl"))
+    assert sorted(line["id"] for line in lines_of(tmp_path / "again.jsonl")) == sorted(line["id"] for line in lines_of(tmp_path / "shard-1.jsonl"))
+
+
+@pytest.mark.parametrize("shard", ["3/3", "-1/3", "1", "a/b", "0/0"])
+def test_a_bad_shard_is_a_usage_error(tmp_path, shard):
+    with pytest.raises(batch.UsageError, match="INDEX/COUNT"):
+        run_in_process(str(syntax_errors(tmp_path / "class", 2)), f"--shard={shard}", "--out", str(tmp_path / "r.jsonl"))
+
+
+def test_layouts(tmp_path):
+    files = syntax_errors(tmp_path / "files", 3)
+    (files / "notes.txt").write_text("not a submission")
+    found, notes = batch.discover([files])
+    assert [s.id for s in found] == ["student00", "student01", "student02"] and "one file per submission" in notes[0]
+
+    folders = tmp_path / "folders"
+    for name in ("bob", "alice"):
+        (folders / name).mkdir(parents=True)
+        (folders / name / "solution.py").write_text("x = 1\n")
+    found, notes = batch.discover([folders])
+    assert [(s.id, s.path) for s in found] == [("alice", folders / "alice" / "solution.py"), ("bob", folders / "bob" / "solution.py")]
+    assert "one folder per submission" in notes[0]
+    # a solution.py named directly takes its folder's name, so a shell glob gives the same ids
+    assert [s.id for s in batch.discover(sorted(folders.glob("*/solution.py")))[0]] == ["alice", "bob"]
+
+
+def test_a_folder_mixing_layouts_is_refused(tmp_path):
+    folder = syntax_errors(tmp_path / "class", 2)
+    (folder / "carol").mkdir()
+    (folder / "carol" / "solution.py").write_text("x = 1\n")
+    result = run_grader("batch", str(folder), "--out", str(tmp_path / "r.jsonl"))
+    assert result.returncode == 2 and "mixes two layouts" in result.stderr and "carol/solution.py" in result.stderr
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+@pytest.mark.parametrize("make", ["empty", "duplicate", "missing"])
+def test_what_names_no_submission_or_two_alike_is_refused(tmp_path, make):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    if make == "duplicate":
+        for side in ("a", "b"):
+            (tmp_path / side / "same.py").write_text("x = 1\n")
+    paths = [tmp_path / "a", tmp_path / "b"] if make != "missing" else [tmp_path / "nowhere"]
+    with pytest.raises(batch.UsageError, match={"empty": "holds no submission", "duplicate": "two submissions have the id 'same'", "missing": "no such"}[make]):
+        batch.discover(paths)
+
+
+def test_an_unfinished_last_line_is_removed_and_the_file_stays_valid(tmp_path):
+    out = tmp_path / "results.jsonl"
+    out.write_text(json.dumps({"id": "a", "verdict": "accepted"}) + "\n" + '{"id": "b", "verd')
+    results = batch.ResultsFile(out)
+    assert set(results.latest) == {"a"} and "unfinished last line" in results.notes[0]
+    results.append({"id": "b", "verdict": "wrong_answer"})
+    results.close()
+    assert [line["id"] for line in lines_of(out)] == ["a", "b"]
+
+
+def test_a_second_batch_on_the_same_results_file_is_refused(tmp_path):
+    first = batch.ResultsFile(tmp_path / "results.jsonl")
+    try:
+        with pytest.raises(batch.UsageError, match="another batch is writing"):
+            batch.ResultsFile(tmp_path / "results.jsonl")
+    finally:
+        first.close()
+
+
+def test_a_grader_fault_is_a_grader_error_line_and_the_batch_goes_on(tmp_path, monkeypatch):
+    folder = syntax_errors(tmp_path / "class", 4)
+    real_grade = judge.grade
+
+    def faulty(path, *args, **kwargs):
+        if path.stem == "student01":
+            raise RuntimeError("simulated fault")
+        return real_grade(path, *args, **kwargs)
+
+    monkeypatch.setattr(judge, "grade", faulty)
+    out = tmp_path / "results.jsonl"
+    status, text = run_in_process(str(folder), "--out", str(out), "--jobs", "2")
+    assert status == 2 and "grader_error for 1 submissions (student01)" in text
+    verdicts = {line["id"]: line["verdict"] for line in lines_of(out)}
+    assert verdicts == {"student00": "compile_error", "student01": "grader_error", "student02": "compile_error", "student03": "compile_error"}
+    fault = next(line for line in lines_of(out) if line["id"] == "student01")
+    assert "not the submission's fault" in fault["message"] and "simulated fault" in fault["message"]
+
+    monkeypatch.setattr(judge, "grade", real_grade)  # the fault is gone: a rerun retries only that one
+    status, text = run_in_process(str(folder), "--out", str(out))
+    assert status == 0 and "skipped 3 submissions" in text
+    assert lines_of(out)[-1]["id"] == "student01" and lines_of(out)[-1]["verdict"] == "compile_error"
