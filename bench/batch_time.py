@@ -1,0 +1,62 @@
+"""Time to grade N submissions one after the other with the single-file command, beside one
+`python -m grader batch --jobs JOBS` over the same N files, in one run; the verdicts must be equal.
+
+The files are a mix of correct, wrong, crashing and forbidden submissions from tests/submissions
+(taken in turn from each folder). Usage:
+
+    .venv/bin/python bench/batch_time.py [N] [JOBS]      (default: 40 submissions, 2 jobs)
+"""
+
+import itertools
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FOLDERS = ("accepted", "wrong_answer", "runtime_error", "forbidden_api")
+
+
+def mix(count: int) -> list[Path]:
+    per_folder = [sorted(p for p in (ROOT / "tests" / "submissions" / f).glob("*.py") if not p.stem.startswith("hostile_")) for f in FOLDERS]
+    turns = (path for group in itertools.zip_longest(*[itertools.cycle(files) for files in per_folder]) for path in group)
+    return list(itertools.islice(turns, count))
+
+
+def main() -> None:
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 40
+    jobs = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+    with tempfile.TemporaryDirectory(prefix="mlm-grader-bench-") as tmp:
+        folder = Path(tmp) / "class"
+        folder.mkdir()
+        for number, source in enumerate(mix(count)):
+            shutil.copy(source, folder / f"s{number:03}_{source.parent.name}_{source.stem}.py")
+        files = sorted(folder.glob("*.py"))
+
+        started = time.perf_counter()
+        single = {}
+        for path in files:
+            result = subprocess.run([sys.executable, "-m", "grader", str(path), "--json"], cwd=ROOT, capture_output=True, text=True)
+            single[path.stem] = json.loads(result.stdout)["verdict"]
+        single_seconds = time.perf_counter() - started
+
+        out = Path(tmp) / "results.jsonl"
+        started = time.perf_counter()
+        command = [sys.executable, "-m", "grader", "batch", str(folder), "--jobs", str(jobs), "--out", str(out)]
+        subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+        batch_seconds = time.perf_counter() - started
+        batched = {line["id"]: line["verdict"] for line in map(json.loads, out.read_text().splitlines())}
+
+    differing = sorted(i for i in single if single[i] != batched.get(i))
+    print(f"{count} submissions ({', '.join(FOLDERS)} in turn)")
+    print(f"one after the other, python -m grader FILE: {single_seconds:7.1f}s  ({single_seconds / count:.2f}s per submission)")
+    print(f"python -m grader batch --jobs {jobs}:          {batch_seconds:7.1f}s  ({batch_seconds / count:.2f}s per submission)")
+    print(f"speed-up: {single_seconds / batch_seconds:.2f}x   verdicts: {'identical' if not differing else 'DIFFERENT for ' + ', '.join(differing)}")
+    sys.exit(1 if differing else 0)
+
+
+if __name__ == "__main__":
+    main()
