@@ -27,7 +27,7 @@ import traceback
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
@@ -450,6 +450,8 @@ def run(args: argparse.Namespace, stop: _Stop, out: TextIO) -> int:
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise UsageError(f"cannot use the spec file {args.spec}: {error}") from None
     shard = parse_shard(args.shard) if args.shard else None
+    if args.csv and not args.csv.resolve().parent.is_dir():
+        raise UsageError(f"--csv {args.csv}: no such folder {args.csv.parent}")
     submissions, notes = discover(args.paths)
     if shard:
         kept = [s for s in submissions if in_shard(s.id, *shard)]
@@ -478,10 +480,11 @@ def run(args: argparse.Namespace, stop: _Stop, out: TextIO) -> int:
             pool = Pool(spec, seed, jobs=jobs, backend=backend)
             progress = Progress(len(todo), out)
             try:
-                for submission, report in pool.map(((s, s.path) for s in todo), stop.event):
-                    line = result_line(submission, hashes[submission.id], spec_sha256, report)
-                    results.append(line)
-                    progress.update(submission.id, line)
+                with closing(pool.map(((s, s.path) for s in todo), stop.event)) as reports:
+                    for submission, report in reports:
+                        line = result_line(submission, hashes[submission.id], spec_sha256, report)
+                        results.append(line)
+                        progress.update(submission.id, line)
             finally:
                 progress.close()
     finally:
@@ -490,7 +493,7 @@ def run(args: argparse.Namespace, stop: _Stop, out: TextIO) -> int:
     # The last line of each id counts; a grader_error line counts too, until a rerun retries it.
     final = {s.id: results.latest[s.id] for s in submissions if s.id in results.latest}
     done = {i: line for i, line in final.items() if line["verdict"] == Verdict.GRADER_ERROR or is_current(line, hashes[i], seed_id, spec_sha256)}
-    if stop.signum is not None:
+    if stop.signum is not None and len(done) < len(submissions):
         print(
             f"stopped by {signal.Signals(stop.signum).name}: {len(done)} of {len(submissions)} submissions are graded in {args.out}; "
             f"run the same command again to grade the other {len(submissions) - len(done)}",
@@ -516,4 +519,9 @@ def main(argv: list[str]) -> int:
             return run(args, stop, sys.stdout)
         except UsageError as error:
             print(f"grader batch: {error}", file=sys.stderr)
+            return EXIT_USAGE
+        except OSError as error:  # e.g. a full disk: the lines written so far are whole and kept
+            print(
+                f"grader batch: cannot write {error.filename or args.out}: {error.strerror}; fix that and run the same command again to resume", file=sys.stderr
+            )
             return EXIT_USAGE
