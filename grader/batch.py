@@ -46,6 +46,7 @@ EXIT_DONE, EXIT_USAGE = 0, 2
 POLL_SECONDS = 0.2  # how often a waiting batch looks for a stop request
 SOLUTION = "solution.py"
 SLOWEST_SHOWN = 5
+KEPT = ("id", "sha256", "grader_version", "spec_sha256", "seed_id", "verdict", "score", "seconds")  # of each line, in memory
 K = TypeVar("K")
 
 
@@ -269,21 +270,24 @@ class ResultsFile:
         self._read()
 
     def _read(self) -> None:
+        unreadable, offset = 0, 0
         with os.fdopen(os.dup(self.fd), "rb") as f:
-            content = f.read()
-        complete = content.rfind(b"\n") + 1
-        if complete < len(content):
-            os.ftruncate(self.fd, complete)
-            self.notes.append(f"removed an unfinished last line from {self.path} (a batch was stopped in the middle of writing it)")
-        unreadable = 0
-        for raw in content[:complete].splitlines():
-            try:
-                line = json.loads(raw)
-                self.latest[line["id"]] = line
-            except (ValueError, TypeError, KeyError):
-                unreadable += 1
+            for raw in f:
+                if not raw.endswith(b"\n"):  # the last line, cut short
+                    os.ftruncate(self.fd, offset)
+                    self.notes.append(f"removed an unfinished last line from {self.path} (a batch was stopped in the middle of writing it)")
+                    break
+                offset += len(raw)
+                try:
+                    self._remember(json.loads(raw))
+                except (ValueError, TypeError, KeyError):
+                    unreadable += 1
         if unreadable:
             self.notes.append(f"ignored {unreadable} lines of {self.path} that are not results of this grader")
+
+    def _remember(self, line: dict[str, Any]) -> None:
+        """Only what resuming and the summary need: memory stays small for a large class."""
+        self.latest[line["id"]] = {key: line.get(key) for key in KEPT}
 
     def append(self, line: dict[str, Any]) -> None:
         data = (json.dumps(line, allow_nan=False, default=str, separators=(",", ":")) + "\n").encode()
@@ -296,7 +300,7 @@ class ResultsFile:
         except OSError:
             os.ftruncate(self.fd, start)  # never leave half a line behind
             raise
-        self.latest[line["id"]] = line
+        self._remember(line)
 
     def close(self) -> None:
         os.close(self.fd)
