@@ -2,7 +2,8 @@
 `python -m grader batch --jobs JOBS` over the same N files, in one run; the verdicts must be equal.
 
 The files are a mix of correct, wrong, crashing and forbidden submissions from tests/submissions
-(taken in turn from each folder). Usage:
+(taken in turn from each folder). Half of the single gradings run before the batch and half after
+it, so that a load that drifts during the run weighs on both sides alike. Usage:
 
     .venv/bin/python bench/batch_time.py [N] [JOBS]      (default: 40 submissions, 2 jobs)
 """
@@ -26,6 +27,14 @@ def mix(count: int) -> list[Path]:
     return list(itertools.islice(turns, count))
 
 
+def grade_one_by_one(files: list[Path], verdicts: dict[str, str]) -> float:
+    started = time.perf_counter()
+    for path in files:
+        result = subprocess.run([sys.executable, "-m", "grader", str(path), "--json"], cwd=ROOT, capture_output=True, text=True)
+        verdicts[path.stem] = json.loads(result.stdout)["verdict"]
+    return time.perf_counter() - started
+
+
 def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 40
     jobs = int(sys.argv[2]) if len(sys.argv) > 2 else 2
@@ -36,12 +45,8 @@ def main() -> None:
             shutil.copy(source, folder / f"s{number:03}_{source.parent.name}_{source.stem}.py")
         files = sorted(folder.glob("*.py"))
 
-        started = time.perf_counter()
-        single = {}
-        for path in files:
-            result = subprocess.run([sys.executable, "-m", "grader", str(path), "--json"], cwd=ROOT, capture_output=True, text=True)
-            single[path.stem] = json.loads(result.stdout)["verdict"]
-        single_seconds = time.perf_counter() - started
+        single: dict[str, str] = {}
+        single_seconds = grade_one_by_one(files[0::2], single)
 
         out = Path(tmp) / "results.jsonl"
         started = time.perf_counter()
@@ -49,9 +54,10 @@ def main() -> None:
         subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
         batch_seconds = time.perf_counter() - started
         batched = {line["id"]: line["verdict"] for line in map(json.loads, out.read_text().splitlines())}
+        single_seconds += grade_one_by_one(files[1::2], single)
 
     differing = sorted(i for i in single if single[i] != batched.get(i))
-    print(f"{count} submissions ({', '.join(FOLDERS)} in turn)")
+    print(f"{count} submissions ({', '.join(FOLDERS)} in turn); half of the single gradings before the batch, half after")
     print(f"one after the other, python -m grader FILE: {single_seconds:7.1f}s  ({single_seconds / count:.2f}s per submission)")
     print(f"python -m grader batch --jobs {jobs}:          {batch_seconds:7.1f}s  ({batch_seconds / count:.2f}s per submission)")
     print(f"speed-up: {single_seconds / batch_seconds:.2f}x   verdicts: {'identical' if not differing else 'DIFFERENT for ' + ', '.join(differing)}")
