@@ -213,7 +213,8 @@ def bubblewrap_command(command: list[str], kit: Path, submission_dir: Path, secc
 
 
 class Cgroup:
-    """A memory + pids cgroup for one child (cgroup v1 controllers, or the v2 unified tree)."""
+    """A memory + pids cgroup for one child (cgroup v1 controllers, or the v2 unified tree), with
+    the CPU time of all its processes counted (v1 cpuacct where it can be had, v2 cpu.stat)."""
 
     V1 = Path("/sys/fs/cgroup")
 
@@ -228,12 +229,18 @@ class Cgroup:
             (self.memory / "memory.max").write_text(str(limits.memory_mib * MIB))
             (self.memory / "memory.swap.max").write_text("0")
             (self.pids / "pids.max").write_text(str(PIDS_MAX))
+            self.cpu: Path | None = self.memory
         else:
             self.memory, self.pids = self.V1 / "memory" / name, self.V1 / "pids" / name
             self._make(self.memory)
             self._make(self.pids)
             (self.memory / "memory.limit_in_bytes").write_text(str(limits.memory_mib * MIB))
             (self.pids / "pids.max").write_text(str(PIDS_MAX))
+            self.cpu = self.V1 / "cpuacct" / name
+            try:
+                self._make(self.cpu)
+            except OSError:  # no cpuacct hierarchy: the process tree is polled instead
+                self.cpu = None
         self.v2 = unified.exists()
 
     def _make(self, path: Path) -> None:
@@ -282,6 +289,17 @@ class Cgroup:
     def pids_limit_hits(self) -> int:
         return self._counter(self.pids / "pids.events", "max")
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time used by every process that was ever in the cgroup, or None where not counted."""
+        if self.cpu is None:
+            return None
+        try:
+            if self.v2:
+                return self._counter(self.cpu / "cpu.stat", "usage_usec") / 1e6
+            return int((self.cpu / "cpuacct.usage").read_text()) / 1e9
+        except (OSError, ValueError):
+            return None
+
     def processes(self) -> set[int]:
         found = set()
         for d in self.dirs:
@@ -313,6 +331,37 @@ class Cgroup:
                     break
                 except OSError:  # busy for a moment after its last process died
                     time.sleep(0.01)
+
+
+def process_tree_cpu_seconds(root: int, seen: dict[tuple[int, int], float]) -> float:
+    """CPU time of a process tree, without a cgroup: `root`, its descendants and every process of
+    their sessions, polled from /proc. Two lower bounds, the larger returned: the live processes'
+    own time plus what they reaped, and the own time of every process ever seen (`seen`, kept by
+    the caller between polls, keyed by pid and start time) for those that died between polls."""
+    table = {}  # pid -> (ppid, session, start, own ticks, reaped children's ticks)
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            table[int(entry.name)] = (int(fields[1]), int(fields[3]), int(fields[19]), int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14]))
+        except (OSError, IndexError, ValueError):  # ended while we looked
+            continue
+    members = {root} if root in table else set()
+    while True:
+        sessions = {table[pid][1] for pid in members}
+        grown = members | {pid for pid, (ppid, session, *_) in table.items() if ppid in members or session in sessions}
+        if grown == members:
+            break
+        members = grown
+    ticks = os.sysconf("SC_CLK_TCK")
+    live = 0
+    for pid in members:
+        _, _, start, own, reaped = table[pid]
+        live += own + reaped
+        seen[(pid, start)] = max(seen.get((pid, start), 0), own)
+    return max(live, sum(seen.values())) / ticks
 
 
 def apply_limits_in_child(limits: Limits, cgroup_files: list[str], max_processes: int | None) -> None:
