@@ -58,6 +58,7 @@ class Spec:
     families: dict[str, Family]
     templates: tuple[CaseTemplate, ...]  # explicit cases, then each family's drawn ones
     policy: dict[str, Any]
+    hidden_case_details: bool = False  # [report]: full mismatch detail for hidden cases too (practice only)
 
     def tolerances(self, family: str, dtype: str) -> tuple[float, float]:
         """(tolerance on outputs, tolerance on gradients) for a case of this family and dtype."""
@@ -113,7 +114,15 @@ def parse_spec(data: dict[str, Any]) -> Spec:
         families=families,
         templates=_templates(families, data.get("cases", [])),
         policy=data.get("policy", {}),
+        hidden_case_details=_flag(data.get("report", {}), "hidden_case_details"),
     )
+
+
+def _flag(table: dict[str, Any], key: str) -> bool:
+    value = table.get(key, False)
+    if not isinstance(value, bool):
+        raise ValueError(f"{key} must be true or false")
+    return value
 
 
 @cache
