@@ -1,6 +1,7 @@
 """Command line: python -m grader SUBMISSION [--public] [--json] [--seed S]."""
 
 import argparse
+import json
 import os
 import sys
 import traceback
@@ -77,18 +78,63 @@ def save_public_cases(spec: Spec, folder: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    """Never a traceback: usage errors are one line on stderr (exit status 2); a fault of the grader
+    is a grader_error report in the requested format (exit status 2)."""
+    args = parse_args(argv)  # argparse exits with status 2 and a usage line on bad arguments
+    try:
+        return _main(args)
+    except KeyboardInterrupt:
+        print("grader: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:  # noqa: BLE001 - a fault of the grader must never be blamed on the candidate
+        report = Report(Verdict.GRADER_ERROR, internal_error(error), str(args.submission), "", "")
+        print(_render(report, None, args))
+        return EXIT_USAGE
+
+
+def internal_error(error: BaseException) -> str:
+    """What a grader needs to report a fault of the grader: the exception and where it arose."""
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
+    return f"internal error of the grader (not the submission's fault): {type(error).__name__}: {error}{where}"
+
+
+def _render(report: Report, spec: Spec | None, args: argparse.Namespace) -> str:
+    """The report in the requested format; if rendering itself fails, a minimal one that cannot."""
+    try:
+        if args.json:
+            return render_json(report)
+        if spec is not None:
+            return render_text(report, spec, verbose=args.verbose or args.public)
+    except Exception as error:  # noqa: BLE001
+        report = Report(Verdict.GRADER_ERROR, internal_error(error), report.submission, report.seed_id, report.isolation)
+    if args.json:
+        keys = ("verdict", "message", "submission", "seed_id", "isolation")
+        return json.dumps({"score": 0.0, "max_score": 1.0, "cases": [], **{k: str(getattr(report, k)) for k in keys}}, indent=2)
+    return f"Submission: {report.submission}\nVerdict:    {report.verdict.value.upper()}\n\n{report.message}"
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         spec = load_spec(args.spec.resolve())
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        print(f"grader: cannot use the spec file {args.spec}: {error}", file=sys.stderr)
+    except Exception as error:  # noqa: BLE001 - any fault of the file (TOML, missing keys, wrong types) is the operator's to fix
+        print(f"grader: cannot use the spec file {args.spec}: {type(error).__name__}: {error}", file=sys.stderr)
         return EXIT_USAGE
     if args.save_public:
-        return save_public_cases(spec, args.save_public)
+        try:
+            return save_public_cases(spec, args.save_public)
+        except OSError as error:
+            print(f"grader: cannot write the public cases to {args.save_public}: {error.strerror or error}", file=sys.stderr)
+            return EXIT_USAGE
     if args.submission is None:
         print("grader: a submission file is needed (or --save-public DIR)", file=sys.stderr)
         return EXIT_USAGE
-    if not args.submission.exists():
+    try:
+        found = args.submission.exists()
+    except OSError as error:  # e.g. a name too long, a folder that may not be searched
+        print(f"grader: cannot look at {args.submission}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_USAGE
+    if not found:
         print(f"grader: no such file: {args.submission}", file=sys.stderr)
         return EXIT_USAGE
     try:
@@ -106,11 +152,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report = grade(args.submission, spec, seed, public_only=args.public, backend=backend, static_check=not args.no_static_check)
         report.hints = hints(report, spec)
-    except Exception:  # noqa: BLE001 - a fault of the grader must never be blamed on the candidate
-        message = "internal error of the grader (not the submission's fault):\n" + traceback.format_exc()
-        report = Report(Verdict.GRADER_ERROR, message, str(args.submission), "", backend)
+    except Exception as error:  # noqa: BLE001 - a fault of the grader must never be blamed on the candidate
+        report = Report(Verdict.GRADER_ERROR, internal_error(error), str(args.submission), "", backend)
 
-    print(render_json(report) if args.json else render_text(report, spec, verbose=args.verbose or args.public))
+    print(_render(report, spec, args))
     if report.verdict == Verdict.GRADER_ERROR:
         return EXIT_USAGE
     return EXIT_ACCEPTED if report.verdict == Verdict.ACCEPTED else EXIT_REJECTED
