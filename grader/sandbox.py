@@ -2,9 +2,9 @@
 
 The child gets a copy of the submission and of the child-side code (grader/child) in a private
 folder, behind the walls of grader/isolation.py. Its stdout and stderr are drained continuously and
-capped. The channel is read by one thread into a queue of two frames, each bounded by what the
-current request can need, so the grader's memory stays bounded whatever the child writes; every
-frame is checked by grader/protocol.py before use. Writes to the child have deadlines. A watchdog
+capped. The channel is read by one thread that checks every frame (grader/protocol.py) and queues at
+most two, each bounded by what the current request can need, so the grader's memory stays bounded
+whatever the child writes. Writes to the child have deadlines. A watchdog
 ends the child (SIGKILL of its process group and cgroup) at the total wall-clock limit or when its
 processes together have used the CPU limit, whatever the grader's main thread is doing.
 """
@@ -124,7 +124,7 @@ class Child:
         self.stdout = CappedBuffer(spec.limits.output_bytes)
         self.stderr = CappedBuffer(spec.limits.output_bytes)
         self._frames: queue.Queue = queue.Queue(maxsize=QUEUED_FRAMES)
-        self._frame_bytes = 0  # tensor bytes the next frame may carry: what the current request can need
+        self._expect = protocol.STARTUP  # what may answer the current request: the reader checks each frame against it
         self._closed = threading.Event()
         self._watchdog_error: BaseException | None = None
         self._threads: list[threading.Thread] = []
@@ -187,19 +187,20 @@ class Child:
         return False
 
     def _read_frames(self, stream: BinaryIO) -> None:
-        """The reader thread: whatever the child sends, it ends by queueing None (the stream
-        ended) or a ProtocolError, never by an exception of its own."""
+        """The reader thread: queues only frames that passed the protocol's checks, reading no more
+        tensor bytes than the current request can need; whatever the child sends, it ends by
+        queueing None (the stream ended) or a ProtocolError, never by an exception of its own."""
         try:
             with stream:
                 while not self._closed.is_set():
                     header, described = wire.read_header(stream)
-                    # The bound is read after the header has arrived, so it is the current request's.
-                    tensors = wire.read_tensors(stream, described, self._frame_bytes)
-                    if not self._deliver((header, tensors)):
+                    expect = self._expect  # read once the header is in: the current request's
+                    tensors = wire.read_tensors(stream, described, expect.max_tensor_bytes)
+                    if not self._deliver((protocol.check(header, tensors, expect), tensors)):
                         return
         except EOFError:
             self._deliver(None)
-        except wire.WireError as error:
+        except (wire.WireError, protocol.ProtocolError) as error:
             self._deliver(protocol.ProtocolError(str(error)))
         except BaseException as error:  # noqa: BLE001 - e.g. MemoryError: still the child's malformed data
             self._deliver(protocol.ProtocolError(f"the frame could not be read ({type(error).__name__})"))
@@ -254,10 +255,10 @@ class Child:
         (writing the request included). Raises ChildTimeout, ChildGone or protocol.ProtocolError;
         the child has been killed for the first and the last."""
         deadline = time.monotonic() + seconds
-        self._frame_bytes = expect.max_tensor_bytes
+        self._expect = expect
         self.send(message, tensors, deadline)
         header, received = self.receive(deadline)
-        try:
+        try:  # again: a frame the child sent ahead of this request was checked against the previous one
             return protocol.check(header, received, expect), received
         except protocol.ProtocolError:
             self.kill()

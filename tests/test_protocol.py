@@ -290,6 +290,33 @@ def test_a_request_gets_its_checked_answer():
         assert sent["kind"] == "case" and sent["name"] == CASE.name and torch.equal(inputs["w_emb"], CASE.inputs["w_emb"])
 
 
+def test_an_extra_answer_cannot_answer_the_next_request():
+    second = make_cases(SPEC, SPEC.default_hidden_seed, public_only=True)[1]
+    header, tensors = honest_result()
+    with PipeChild() as child:
+
+        def answer_twice():
+            wire.read_frame(os.fdopen(os.dup(child.request_read), "rb"))
+            os.write(child.result_write, wire.encode(header, tensors) * 2)
+
+        threading.Thread(target=answer_twice, daemon=True).start()
+        child.request(*CASE.request(), EXPECT, seconds=10)
+        with pytest.raises(ProtocolError, match=f"a result for case '{CASE.name}' while case '{second.name}' was running"):
+            child.request(*second.request(), protocol.expect_result(second), seconds=10)
+
+
+def test_the_reader_queues_nothing_unchecked_and_stops_at_the_first_bad_frame():
+    header, tensors = honest_result()
+    bad = wire.encode(dict(header, verdict="accepted"), tensors)
+    stream = CountingStream(bad, len(bad))
+    with PipeChild() as child:
+        child._expect = EXPECT
+        child._read_frames(io.BufferedReader(stream, buffer_size=1))
+        item = child._frames.get(timeout=1)
+        assert isinstance(item, ProtocolError) and "'verdict'" in str(item)
+        assert child._frames.empty() and stream.started == 1
+
+
 @pytest.mark.parametrize(
     "data, words",
     [
@@ -332,7 +359,7 @@ def test_a_flooding_child_is_read_no_further_than_the_queue_allows():
     header, tensors = honest_result()
     frame = wire.encode(header, tensors)
     with PipeChild() as child:
-        child._frame_bytes = EXPECT.max_tensor_bytes
+        child._expect = EXPECT
         stream = CountingStream(frame, len(frame))
         thread = threading.Thread(target=child._read_frames, args=(io.BufferedReader(stream, buffer_size=1),), daemon=True)
         thread.start()
