@@ -501,6 +501,10 @@ def peak_rss_mib(*args: str) -> tuple[float, dict]:
 
 
 # The grader's own memory while a child floods its channel stays within this of an ordinary run.
+# By design it holds at most QUEUED_FRAMES + 2 checked frames (two queued, one in the reader's hand,
+# one being judged), each at most 1 MiB of header and the case's tensors (under 1 MiB for the largest
+# case the spec can draw), plus one header being decoded (1 MiB of JSON: at most about 26 MiB of
+# Python objects): about 35 MiB in all.
 FLOOD_BOUND_MIB = 64
 
 
