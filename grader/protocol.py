@@ -4,17 +4,21 @@ The child runs untrusted code, which can write anything on the channel (its desc
 the child's own command line). A frame is accepted only when its header is an object of a kind the
 grader is waiting for (and, for a case, names that case), every field is one the grader knows and
 has its type (strings are strings, numbers finite numbers, flags booleans), texts are capped, and
-every tensor is one the case can send, with the dtype and shape it must have. The checked header is
-rebuilt from the validated fields only, so nothing unchecked reaches the judge. Anything else is a
-ProtocolError: the grader ends the child and reports runtime_error.
+every tensor is one the case has. Checking happens on the header, before any tensor byte is read.
+The grader then keeps only tensors of the dtype and shape the case expects, so what it holds of a
+frame is bounded by the case: an output or an input after the call of another dtype or shape (a
+wrong answer, not a broken channel) is read past, and the output's description, which must agree
+with the tensor sent, decides. The checked header is rebuilt from the validated fields only, so
+nothing unchecked reaches the judge. Anything else is a ProtocolError: the grader ends the child
+and reports runtime_error.
 """
 
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
-import numpy as np
+import torch
 from torch import Tensor
 
 from grader.cases import Case
@@ -34,7 +38,7 @@ class TensorSpec:
 
     @property
     def nbytes(self) -> int:
-        return math.prod(self.shape) * np.dtype(wire.NUMPY_DTYPES[self.dtype]).itemsize
+        return wire.tensor_bytes(self.dtype, self.shape)
 
 
 @dataclass(frozen=True)
@@ -156,33 +160,56 @@ STARTUP_FIELDS: dict[str, tuple[dict[str, Callable[[Any, str], Any]], tuple[str,
 }
 
 
-def check(header: dict[str, Any], tensors: dict[str, Tensor], expect: Expectation) -> dict[str, Any]:
-    """The header rebuilt from its validated fields, when the frame answers `expect`; else ProtocolError."""
+Described = list[tuple[str, str, tuple[int, ...]]]  # a frame's tensors as its header lists them: name, dtype, shape
+
+
+def _may_differ(name: str) -> bool:
+    """An output or an input after the call of another dtype or shape is a wrong answer, judged
+    from its description, not a protocol error; a gradient always has its input's shape."""
+    return name == "output" or name.startswith("after_")
+
+
+def check(header: dict[str, Any], described: Described, expect: Expectation) -> dict[str, Any]:
+    """The header rebuilt from its validated fields, when the frame answers `expect`; else
+    ProtocolError. Called with the header and its tensor descriptions, before any tensor byte is read."""
     kind = header.get("kind")
     if kind not in expect.kinds:
         raise ProtocolError(f"a frame of kind {str(kind)[:40]!r} where {' or '.join(map(repr, expect.kinds))} was expected")
     if kind != "result":
         schema, required = STARTUP_FIELDS[kind]
-        if tensors:
+        if described:
             raise ProtocolError(f"a {kind!r} frame carries tensors")
         return _fields(header, "the header", schema, required)
 
     reply = _fields(header, "the result", RESULT_FIELDS, required=("kind", "name"))
     if reply["name"] != expect.case:
         raise ProtocolError(f"a result for case {reply['name'][:60]!r} while case {expect.case!r} was running")
-    for name, tensor in tensors.items():
+    for name, dtype, shape in described:
         spec = expect.tensors.get(name)
         if spec is None:
             raise ProtocolError(f"a tensor named {name[:40]!r}, which the case does not have")
-        got = TensorSpec(_dtype_name(tensor), tuple(tensor.shape))
-        if got != spec:
-            raise ProtocolError(f"tensor {name} is {got.dtype} of shape {got.shape}; it must be {spec.dtype} of shape {spec.shape}")
-    if "output" in tensors:
-        described = reply.get("output", {})
-        sent = tensors["output"]
-        if described.get("shape") != list(sent.shape) or described.get("dtype") != _dtype_name(sent):
+        if TensorSpec(dtype, shape) != spec and not _may_differ(name):
+            raise ProtocolError(f"tensor {name} is {dtype} of shape {shape}; it must be {spec.dtype} of shape {spec.shape}")
+        if name == "output" and (reply.get("output", {}).get("shape") != list(shape) or reply["output"].get("dtype") != dtype):
             raise ProtocolError("the result describes its output with another shape or dtype than the output tensor it sent")
     return reply
+
+
+def read_tensors(stream: BinaryIO, described: Described, expect: Expectation) -> dict[str, Tensor]:
+    """The tensors of a checked frame. Each one the case expects, with its dtype and shape, is read;
+    one that may differ and does is read past, keeping at most 1 MiB at a time: an output of another
+    shape or dtype is left out (its description decides), an input that came back changed is kept
+    as an empty tensor of its dtype, which differs from the input as what came back did. So the
+    grader keeps at most expect.max_tensor_bytes of any frame."""
+    tensors = {}
+    for name, dtype, shape in described:
+        if TensorSpec(dtype, shape) == expect.tensors[name]:
+            tensors[name] = wire.read_tensor(stream, dtype, shape)
+            continue
+        wire.skip(stream, wire.tensor_bytes(dtype, shape))
+        if name != "output":
+            tensors[name] = torch.empty(0, dtype=wire.DTYPES[dtype])
+    return tensors
 
 
 def need(tensors: dict[str, Tensor], name: str) -> Tensor:

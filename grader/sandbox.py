@@ -195,8 +195,8 @@ class Child:
                 while not self._closed.is_set():
                     header, described = wire.read_header(stream)
                     expect = self._expect  # read once the header is in: the current request's
-                    tensors = wire.read_tensors(stream, described, expect.max_tensor_bytes)
-                    if not self._deliver((protocol.check(header, tensors, expect), tensors)):
+                    reply = protocol.check(header, described, expect)
+                    if not self._deliver((reply, protocol.read_tensors(stream, described, expect), described)):
                         return
         except EOFError:
             self._deliver(None)
@@ -231,8 +231,9 @@ class Child:
             except OSError:  # the read end is closed: the child is gone
                 raise ChildGone() from None
 
-    def receive(self, deadline: float) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-        """The next frame from the child before the deadline and within the run's total wall time."""
+    def receive(self, deadline: float) -> tuple[dict[str, Any], dict[str, torch.Tensor], protocol.Described]:
+        """The next frame from the child (its checked header, its tensors, their descriptions) before
+        the deadline and within the run's total wall time."""
         limit = min(deadline, self.total_deadline)
         try:
             item = self._frames.get(timeout=max(0.0, limit - time.monotonic()))
@@ -257,9 +258,9 @@ class Child:
         deadline = time.monotonic() + seconds
         self._expect = expect
         self.send(message, tensors, deadline)
-        header, received = self.receive(deadline)
+        reply, received, described = self.receive(deadline)
         try:  # again: a frame the child sent ahead of this request was checked against the previous one
-            return protocol.check(header, received, expect), received
+            return protocol.check(reply, described, expect), received
         except protocol.ProtocolError:
             self.kill()
             raise

@@ -115,9 +115,24 @@ def read_header(stream: BinaryIO, max_header_bytes: int = MAX_HEADER_BYTES) -> t
     return header, tensors
 
 
+def tensor_bytes(dtype: str, shape: tuple[int, ...]) -> int:
+    return math.prod(shape) * np.dtype(NUMPY_DTYPES[dtype]).itemsize
+
+
 def payload_bytes(described: list[tuple[str, str, tuple[int, ...]]]) -> int:
     """How many bytes of tensor data follow a header with these descriptions."""
-    return sum(math.prod(shape) * np.dtype(NUMPY_DTYPES[dtype]).itemsize for _, dtype, shape in described)
+    return sum(tensor_bytes(dtype, shape) for _, dtype, shape in described)
+
+
+def read_tensor(stream: BinaryIO, dtype: str, shape: tuple[int, ...]) -> torch.Tensor:
+    array = np.frombuffer(_read_exact(stream, tensor_bytes(dtype, shape)), dtype=NUMPY_DTYPES[dtype]).reshape(shape)
+    return torch.from_numpy(array.copy())
+
+
+def skip(stream: BinaryIO, size: int) -> None:
+    """Read past `size` bytes, keeping at most 1 MiB of them at a time."""
+    while size:
+        size -= len(_read_exact(stream, min(size, 1 << 20)))
 
 
 def read_tensors(stream: BinaryIO, described: list[tuple[str, str, tuple[int, ...]]], max_bytes: int) -> dict[str, torch.Tensor]:
@@ -126,12 +141,7 @@ def read_tensors(stream: BinaryIO, described: list[tuple[str, str, tuple[int, ..
     total = payload_bytes(described)
     if total > max_bytes:
         raise WireError(f"the frame announces {total} bytes of tensors; at most {max_bytes} are expected")
-    tensors = {}
-    for name, dtype, shape in described:
-        size = math.prod(shape) * np.dtype(NUMPY_DTYPES[dtype]).itemsize
-        array = np.frombuffer(_read_exact(stream, size), dtype=NUMPY_DTYPES[dtype]).reshape(shape)
-        tensors[name] = torch.from_numpy(array.copy())
-    return tensors
+    return {name: read_tensor(stream, dtype, shape) for name, dtype, shape in described}
 
 
 def read_frame(stream: BinaryIO, max_bytes: int = MAX_FRAME_BYTES) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:

@@ -1,4 +1,5 @@
-"""Hostile: floods the grader's result channel with frames of 256 MiB each (8 GiB in all) from one 16 MiB buffer."""
+"""Hostile: floods the grader's result channel with 32 well-formed results of 256 MiB each (8 GiB in
+all, from one 16 MiB buffer), each claiming a 16384 x 4096 output, hoping the grader queues them all."""
 
 import torch
 
@@ -30,8 +31,7 @@ def send_raw(header: bytes, payload: bytes = b"") -> None:
 
 
 def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
-    m, v = int((mask_indicator > 0.5).sum()), w_emb.shape[0]
-    output = {"type": "torch.Tensor", "shape": [m, v], "dtype": "float32", "device": "cpu"}
+    output = {"type": "torch.Tensor", "shape": [16384, 4096], "dtype": "float32", "device": "cpu"}
     tensors = [{"name": "output", "dtype": "float32", "shape": [16384, 4096]}]
     header = json.dumps({"kind": "result", "name": running_case(), "output": output, "tensors": tensors}).encode()
     chunk = bytes(1 << 24)
