@@ -11,7 +11,7 @@ import torch
 from grader import __version__
 from grader.cases import make_cases
 from grader.expected import expected_for
-from grader.isolation import IsolationUnavailable, choose_backend
+from grader.isolation import IsolationUnavailable, choose_backend, scrub_secret
 from grader.judge import STRONG_BACKENDS, grade
 from grader.report import hints, render_json, render_text
 from grader.results import Report, Verdict
@@ -91,15 +91,26 @@ def main(argv: list[str] | None = None) -> int:
     if not args.submission.exists():
         print(f"grader: no such file: {args.submission}", file=sys.stderr)
         return EXIT_USAGE
+    # The secret seed leaves the environment and the command line before any process starts (the
+    # backend probes included), and auto never falls back to a backend that cannot keep it.
+    secret = args.seed if args.seed is not None else os.environ.get(spec.seed_env_var)
+    if secret == "":
+        given = "--seed is" if args.seed is not None else f"{spec.seed_env_var} is set but"
+        print(f"grader: {given} empty; give a secret seed, or leave it out to use the fixed local seed", file=sys.stderr)
+        return EXIT_USAGE
+    if secret is not None:
+        scrub_secret(spec.seed_env_var, secret)
     try:
-        backend = choose_backend(args.isolation)
+        backend = choose_backend(args.isolation, secret_seed=secret is not None)
     except IsolationUnavailable as error:
         print(f"grader: {error}", file=sys.stderr)
         return EXIT_USAGE
     if args.no_static_check and backend not in STRONG_BACKENDS:
         print(f"grader: --no-static-check needs bubblewrap or uid isolation (this run would use {backend})", file=sys.stderr)
         return EXIT_USAGE
-    seed = args.seed or os.environ.get(spec.seed_env_var) or spec.default_hidden_seed
+    if secret is not None and backend == "process":
+        print("grader: warning: --isolation process does not keep the secret seed from the submission (same user, no walls)", file=sys.stderr)
+    seed = secret or spec.default_hidden_seed
     # The tensors are tiny: threads only add overhead, and spin against other graders on the host.
     torch.set_num_threads(1)
 
