@@ -184,7 +184,12 @@ def main(argv: list[str] | None = None) -> int:
         report = Report(Verdict.GRADER_ERROR, message, str(args.submission), "", backend)
     report.warnings = warnings
 
-    options = Options(args.points, args.hidden_visibility, args.gradable_compile_errors, verbose=args.verbose or args.public)
+    options = Options(
+        points=args.points,
+        hidden_visibility=args.hidden_visibility,
+        gradable_compile_errors=args.gradable_compile_errors,
+        verbose=args.verbose or args.public,
+    )
     try:
         rendered = render(report, fmt, spec, options)
         log = render(report, "text", spec, options) if args.output and fmt != "text" else None
