@@ -1,6 +1,7 @@
-"""Command line: python -m grader SUBMISSION [--public] [--json] [--seed S]."""
+"""Command line: python -m grader SUBMISSION [--public] [--format F] [--output FILE] [--seed S]."""
 
 import argparse
+import math
 import os
 import sys
 import traceback
@@ -11,13 +12,26 @@ import torch
 from grader import __version__
 from grader.cases import make_cases
 from grader.expected import expected_for
+from grader.formats import FORMATS, PLATFORM_FORMATS, VISIBILITIES, Options, render
+from grader.formats.points import DEFAULT_POINTS
 from grader.isolation import IsolationUnavailable, choose_backend, scrub_secret
 from grader.judge import STRONG_BACKENDS, grade
-from grader.report import hints, render_json, render_text
+from grader.report import hints
 from grader.results import Report, Verdict
 from grader.spec import SPEC_PATH, Spec, load_spec
 
 EXIT_ACCEPTED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+
+
+def points_value(text: str) -> float:
+    """--points: a finite number of at least 0.01 (points are shared in hundredths)."""
+    try:
+        points = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(points) or points < 0.01:
+        raise argparse.ArgumentTypeError(f"must be a number of at least 0.01, not {text!r}")
+    return points
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -33,7 +47,42 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="write each public case (inputs, expected logits and gradients) to DIR/<case>.pt and exit; load one with torch.load(path, weights_only=True)",
     )
     parser.add_argument("--public", action="store_true", help="run only the public cases, with full diagnostics")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        help="the report's format: text (the table, default), json (the grader's own object), gradescope or prairielearn "
+        "(the platform's results.json), junit (XML for CI)",
+    )
+    parser.add_argument("--json", action="store_true", help="the same as --format json")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="write the report to FILE (replaced if it exists) instead of stdout; stdout then gets the text report, as a log",
+    )
+    parser.add_argument(
+        "--points",
+        type=points_value,
+        default=DEFAULT_POINTS,
+        metavar="P",
+        help=f"gradescope, prairielearn: the submission's points, shared among the cases by the spec's [scoring] table (default {DEFAULT_POINTS:g})",
+    )
+    parser.add_argument(
+        "--hidden-visibility",
+        choices=VISIBILITIES,
+        default="after_published",
+        help="gradescope: when students see the hidden cases' results (default after_published; public cases are always visible)",
+    )
+    parser.add_argument(
+        "--gradable-compile-errors",
+        action="store_true",
+        help="prairielearn: count compile_error and invalid_submission as graded attempts scoring 0 (default: gradable false, no attempt used)",
+    )
+    parser.add_argument(
+        "--allow-default-seed",
+        action="store_true",
+        help="let gradescope and prairielearn reports use the fixed local seed, which anyone can reproduce (they refuse without a secret seed)",
+    )
     parser.add_argument(
         "--seed",
         help="secret seed for the hidden cases (prefer the environment variable named in the spec, "
@@ -76,8 +125,22 @@ def save_public_cases(spec: Spec, folder: Path) -> int:
     return EXIT_ACCEPTED
 
 
+def write_atomically(path: Path, text: str) -> None:
+    """Write text to path so that a reader never sees half a report (a temporary file, then a rename)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.json and args.format not in (None, "json"):
+        print(f"grader: --json means --format json; give one of --json and --format {args.format}", file=sys.stderr)
+        return EXIT_USAGE
+    fmt = "json" if args.json else args.format or "text"
     try:
         spec = load_spec(args.spec.resolve())
     except (OSError, ValueError, KeyError, TypeError) as error:
@@ -111,6 +174,16 @@ def main(argv: list[str] | None = None) -> int:
     if secret is not None and backend == "process":
         print("grader: warning: --isolation process does not keep the secret seed from the submission (same user, no walls)", file=sys.stderr)
     seed = secret or spec.default_hidden_seed
+    warnings = spec.seed_warnings(seed, public_only=args.public)
+    if warnings and fmt in PLATFORM_FORMATS and not args.allow_default_seed:
+        print(
+            f"grader: --format {fmt} grades for a course, so it needs a secret seed: set {spec.seed_env_var} (or --seed), "
+            "or pass --allow-default-seed to use the fixed local seed, which anyone can reproduce",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    for warning in warnings:
+        print(f"grader: warning: {warning}", file=sys.stderr)
     # The tensors are tiny: threads only add overhead, and spin against other graders on the host.
     torch.set_num_threads(1)
 
@@ -120,8 +193,30 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:  # noqa: BLE001 - a fault of the grader must never be blamed on the candidate
         message = "internal error of the grader (not the submission's fault):\n" + traceback.format_exc()
         report = Report(Verdict.GRADER_ERROR, message, str(args.submission), "", backend)
+    report.warnings = warnings
 
-    print(render_json(report) if args.json else render_text(report, spec, verbose=args.verbose or args.public))
+    options = Options(
+        points=args.points,
+        hidden_visibility=args.hidden_visibility,
+        gradable_compile_errors=args.gradable_compile_errors,
+        verbose=args.verbose or args.public,
+    )
+    try:
+        rendered = render(report, fmt, spec, options)
+        log = render(report, "text", spec, options) if args.output and fmt != "text" else None
+    except Exception as error:  # noqa: BLE001 - never a traceback, and never the candidate's fault
+        print(f"grader: internal error of the grader while writing the {fmt} report (not the submission's fault): {error!r}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.output is None:
+        print(rendered)
+    else:
+        try:
+            write_atomically(args.output, rendered + "\n")
+        except OSError as error:
+            print(f"grader: cannot write the report to {args.output}: {error.strerror or error}", file=sys.stderr)
+            return EXIT_USAGE
+        if log is not None:
+            print(log)
     if report.verdict == Verdict.GRADER_ERROR:
         return EXIT_USAGE
     return EXIT_ACCEPTED if report.verdict == Verdict.ACCEPTED else EXIT_REJECTED
