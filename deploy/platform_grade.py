@@ -5,8 +5,8 @@
 
 Used by deploy/gradescope/run_autograder and deploy/prairielearn/run. It picks the file to grade
 (solution.py, else the only .py file in SUBMISSION_DIR), runs `python -m grader FILE --format
-PLATFORM --output RESULTS_JSON --isolation strict` (see isolation()) from the checkout that holds this script, and
-passes the grader's human report through to stdout (the platform's log, which only staff see). When the
+PLATFORM --output RESULTS_JSON --isolation strict` (bubblewrap, else the uid backend) from the
+checkout that holds this script, and passes the grader's human report through to stdout (the platform's log, which only staff see). When the
 grader leaves no report (no secret seed, no sandbox, a crash), it writes one that scores nothing
 and says what happened: to staff in the log, to the student in plain words. Exits 0 either way.
 --seed-file names a file holding the secret seed (else MLM_GRADER_SEED is used, if set);
@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -103,22 +102,6 @@ def read_seed(path: Path) -> str:
         return ""
 
 
-def isolation() -> list[str]:
-    """--isolation strict (bubblewrap, else the uid backend), except where bwrap starts but cannot
-    mount a /proc of its own, as inside many containers run as root: the grader's own probe does not
-    try that, so it would choose bubblewrap and every child would fail to start. The uid backend
-    is named there instead."""
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        return ["--isolation", "strict"]
-    probe = [bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "true"]
-    try:
-        works = subprocess.run(probe, capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        works = False
-    return ["--isolation", "strict" if works else "uid"]
-
-
 def grade(platform: str, folder: Path, results: Path, seed_file: Path | None, options: list[str]) -> None:
     environment = dict(os.environ)
     seed = read_seed(seed_file) if seed_file else environment.get(SEED_ENV, "")
@@ -130,7 +113,7 @@ def grade(platform: str, folder: Path, results: Path, seed_file: Path | None, op
         print(f"platform_grade: {problem}")
         write_results(results, unusable(platform, problem, problem, students_fault=True))
         return
-    command = [sys.executable, "-m", "grader", str(submission), "--format", platform, "--output", str(results), *isolation(), *options]
+    command = [sys.executable, "-m", "grader", str(submission), "--format", platform, "--output", str(results), "--isolation", "strict", *options]
     try:
         run = subprocess.run(command, cwd=APP, env=environment, capture_output=True, text=True, errors="replace", timeout=TIMEOUT)
         log, status = run.stdout + run.stderr, run.returncode
