@@ -1,11 +1,14 @@
 """The static forbidden-API check: catches every route, names it, and never flags honest code."""
 
 import ast
+import codecs
 import textwrap
 
 import pytest
 
+from grader.judge import Rejection, read_source
 from grader.policy import allow_list, check
+from grader.results import Verdict
 from grader.spec import load_spec
 
 POLICY = load_spec().policy
@@ -286,3 +289,31 @@ def test_no_forbidden_module_or_function_is_reachable_through_allowed_names():
             frontier = following
     assert len(seen) > 5000  # the walk did go through torch and numpy
     assert reached == {}
+
+
+def test_a_file_with_a_byte_order_mark_is_read_and_keeps_its_bytes(tmp_path):
+    path = tmp_path / "bom.py"
+    path.write_bytes(codecs.BOM_UTF8 + b"import torch\ny = torch.softmax(x, -1)\n")
+    source, tree = read_source(path, 1 << 16)
+    assert source.startswith(codecs.BOM_UTF8)  # Python accepts the mark when it imports the file
+    found = check(tree, source.decode(), POLICY)
+    assert [(v.line, v.column, v.text) for v in found] == [(2, 5, "torch.softmax")]
+
+
+def test_a_file_with_a_byte_order_mark_then_bad_utf8_names_the_real_offset(tmp_path):
+    path = tmp_path / "bom.py"
+    path.write_bytes(codecs.BOM_UTF8 + b"x = 1\n# \xff\n")
+    with pytest.raises(Rejection) as refused:
+        read_source(path, 1 << 16)
+    assert refused.value.verdict == Verdict.COMPILE_ERROR
+    assert "line 2: the file is not valid UTF-8 (byte 0xff at offset 11)" in refused.value.message
+
+
+@pytest.mark.parametrize("source", ["x = " + " + ".join(["a"] * 20000), "x = " + "-" * 200000 + "1", "x = a" + ".b" * 100000])
+def test_a_file_too_deeply_nested_to_parse_is_a_compile_error(tmp_path, source):
+    path = tmp_path / "deep.py"
+    path.write_text(source)
+    with pytest.raises(Rejection) as refused:
+        read_source(path, 1 << 20)
+    assert refused.value.verdict == Verdict.COMPILE_ERROR
+    assert "too deeply nested to parse" in refused.value.message
