@@ -157,6 +157,10 @@ def _returned_objects(modules: dict[str, types.ModuleType]) -> list[Any]:
         found += [v for n, v in linalg_results.items() if n.endswith("Result") and inspect.isclass(v)]
         array = numpy.zeros(1)
         found += [numpy.finfo(numpy.float64), numpy.iinfo(numpy.int64), array.flags, array.flat]
+    if "functools" in modules:
+        import functools
+
+        found.append(type(functools.lru_cache(len)))  # cache_clear, cache_info
     return found
 
 
@@ -300,6 +304,16 @@ def _attribute(obj: Any, name: str) -> Any:
         return None
 
 
+def _missing(obj: Any, name: str) -> bool:
+    """Whether obj surely has no attribute `name`, even one made on demand (a module's or class's
+    __getattr__), so that using it can only raise an error."""
+    if isinstance(obj, types.ModuleType):
+        return name not in vars(obj) and "__getattr__" not in vars(obj)
+    owner = obj if isinstance(obj, type) else type(obj)
+    on_demand = any("__getattr__" in vars(cls) for cls in (*owner.__mro__, *type(owner).__mro__))
+    return not on_demand and inspect.getattr_static(obj, name, _missing) is _missing
+
+
 # -- what the file defines ----------------------------------------------------------------------------
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -337,6 +351,7 @@ class Survey:
     attributes: set[str]  # attribute names the file defines
     aliases: dict[str, str]  # name -> the dotted module path it stands for, everywhere in the file
     alias_values: set[int]  # ids of the values assigned to those names (t = torch: the `torch`)
+    conflicts: dict[str, str]  # name bound by an import and also to something else -> what it imports
     annotations: set[int]  # ids of the nodes inside annotations
 
 
@@ -426,7 +441,10 @@ def _survey(tree: ast.Module) -> Survey:
 
     aliases = _resolve_aliases(bindings)
     alias_values = {id(how) for name in aliases for how in bindings[name] if isinstance(how, ast.AST)}
-    return Survey(bound, attributes, aliases, alias_values, annotations)
+    conflicts = {
+        name: next(h for h in hows if isinstance(h, str)) for name, hows in bindings.items() if name not in aliases and any(isinstance(h, str) for h in hows)
+    }
+    return Survey(bound, attributes, aliases, alias_values, conflicts, annotations)
 
 
 def _resolve_aliases(bindings: dict[str, list[str | ast.AST | None]]) -> dict[str, str]:
@@ -482,6 +500,7 @@ class Checker:
         self.bound = survey.bound
         self.aliases = survey.aliases
         self.alias_values = survey.alias_values
+        self.conflicts = survey.conflicts
         self.annotations = survey.annotations
         self.own = survey.attributes - self.allow.reserved
         self.own_reserved = survey.attributes & self.allow.reserved
@@ -525,11 +544,14 @@ class Checker:
 
     def members_of(self, obj: Any) -> frozenset[str] | None:
         """The allowed attribute names of an allowed module, type, or instance of an allowed type."""
-        try:
-            found = self.allow.members.get(obj)
-            return found if found is not None else self.allow.members.get(type(obj))
-        except Exception:  # unhashable
-            return self.allow.members.get(type(obj))
+        for key in (obj, type(obj)):
+            try:
+                found = self.allow.members.get(key)
+            except Exception:  # unhashable
+                continue
+            if found is not None:
+                return found
+        return None
 
     def name_allowed(self, name: str, node: ast.AST) -> bool:
         """An attribute of an object the check cannot identify: the name alone decides."""
@@ -593,7 +615,8 @@ class Checker:
                 all(self.name_allowed(later, later_node) for later, later_node in names[index:])
                 return None
             if name not in allowed:
-                self.flag(node, *self.refusal(obj, ".".join(full[: index + 2]), name, full))
+                if not _missing(obj, name):  # a name that does not exist fails at run time by itself
+                    self.flag(node, *self.refusal(obj, ".".join(full[: index + 2]), name, full))
                 return None
             obj = _attribute(obj, name)
         if store:
@@ -642,6 +665,10 @@ class Checker:
             self.flag(node, f"{name} may only be called directly, with a string literal as the name", f'call {name}(obj, "name") directly')
         elif name == "type" and name not in self.bound and id(node) not in self.annotations:
             self.flag(node, "type may only be called directly, with one argument (the type of an object)", "use isinstance, or type(x) with one argument")
+        elif name in self.conflicts and isinstance(node.ctx, ast.Load) and isinstance(self.object_at(self.conflicts[name]), types.ModuleType):
+            # it may hold the module, and what is used from it could not be checked
+            imported = self.conflicts[name]
+            self.flag(node, f"{name} is bound to the module {imported} by an import and to something else elsewhere in the file", "give each its own name")
         elif (path := self.aliases.get(name)) and isinstance(node.ctx, ast.Load):
             # a use of `s` after `from torch import softmax as s`, or of a module's name alone
             self.module_used_as_value(self.follow(path, [], node) if "." in path else self.allow.modules.get(path), node)

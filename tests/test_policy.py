@@ -117,6 +117,8 @@ def violations_at(source: str) -> list[tuple[int, str]]:
         ("import typing\nsys = [typing][0].sys", 2, "sys is a module (torch.sys, typing.sys"),
         ("import torch\nstorage = {'t': torch}['t'].storage", 2, "the module torch is used as a value"),
         ("import torch\ndef f(m):\n    return m\nf(torch.linalg)", 4, "the module torch.linalg is used as a value"),
+        ("import torch as m\nimport typing as m\ny = m.random", 3, "m is bound to the module torch by an import and to something else"),
+        ("import torch\ndef f(torch):\n    return torch.storage", 3, "torch is bound to the module torch by an import and to something else"),
         # class and keyword patterns of match read attributes too
         ("import torch\nmatch x:\n    case object(softmax=sm):\n        y = sm(-1)", 3, ".softmax is forbidden (built-in softmax)"),
         ("import torch\nmatch x:\n    case torch.Tensor(softmax=sm):\n        y = sm(-1)", 3, "torch.Tensor.softmax is forbidden"),
@@ -128,6 +130,11 @@ def violations_at(source: str) -> list[tuple[int, str]]:
         ("import torch\nT = type(x)('T', (torch.Tensor,), {})", 2, "calling type(...)"),
         ("import abc\nT = abc.ABCMeta('T', (), {})", 2, "calling the metaclass abc.ABCMeta"),
         ("make = type\nT = make('T', (), {})", 1, "type may only be called directly, with one argument"),
+        (
+            "import dataclasses, torch\nT = dataclasses.make_dataclass('T', [], bases=(torch.Tensor,), namespace=ns)",
+            2,
+            "dataclasses.make_dataclass is forbidden",
+        ),
         # special names as strings: dict keys, subscripts, getattr and friends
         ("d = {'__torch_dispatch__': handler}", 1, '"__torch_dispatch__" names a special attribute'),
         ("handler = namespace['__torch_function__']", 1, '"__torch_function__" names a special attribute'),
@@ -201,7 +208,7 @@ def test_every_violation_names_its_line_column_and_source_text():
         # types as they are used honestly
         "import torch\nok = isinstance(x, torch.Tensor) and type(x).__name__ == 'Tensor'\ndef f(t: type[int]) -> type:\n    return t",
         "import functools\nimport torch\nrow_sum = functools.partial(torch.sum, dim=-1)\n@functools.lru_cache(maxsize=None)\ndef c(n):\n    return n\n"
-        "@torch.no_grad()\ndef g(x):\n    return row_sum(x)",
+        "@torch.no_grad()\ndef g(x):\n    return row_sum(x)\nc.cache_clear()",
         "class Net:\n    def __init__(self):\n        super().__init__()\n        self.scale = 2\n",
     ],
 )
@@ -317,3 +324,10 @@ def test_a_file_too_deeply_nested_to_parse_is_a_compile_error(tmp_path, source):
         read_source(path, 1 << 20)
     assert refused.value.verdict == Verdict.COMPILE_ERROR
     assert "too deeply nested to parse" in refused.value.message
+
+
+def test_a_name_an_allowed_module_does_not_have_is_left_to_fail_at_run_time():
+    # a typo is a runtime_error with Python's own message, not a forbidden use
+    assert violations("import math\nfrom math import gelu\ny = math.tahn(1.0)") == []
+    # a module that makes attributes on demand might have it: refused, with what to do instead
+    assert any("numpy.f2py" in v for v in violations("import numpy\ny = numpy.f2py"))
