@@ -7,7 +7,9 @@ from the installed torch and numpy: the public, non-module attributes of the all
 the objects they return (tensors, arrays, dtypes, generators, Python's containers and numbers),
 less the forbidden functions and attributes of the spec; or an attribute the file defines itself
 (a method, a class attribute, a dataclass field, `self.x = ...`). A module is reached only by a
-dotted path the check can follow from an import (`torch.linalg`), and only if it is an allowed one.
+dotted path the check can follow from an import (`torch.linalg`), and only if it is an allowed one;
+a module is never used as a value (kept in a list, passed or returned), so an object the check
+cannot identify is never a module.
 
 Where a name is an alias of a module path (`import torch as t`, `from torch import linalg`,
 `F = torch.nn.functional`, bound that way only), the path is followed on the real objects, so
@@ -15,13 +17,15 @@ Where a name is an alias of a module path (`import torch as t`, `from torch impo
 attribute of a tensor, of a call's result, of something kept in a list) only the name is known,
 and it must be allowed on some allowed object. What no static check can see (names built at run
 time) is refused as a construct (`getattr` with a computed name, `eval`, special names, classes
-built by `type()` from a dict) and watched at run time by the guard in grader/child/guard.py.
+built from a dict of names by `type()`, a metaclass, `make_dataclass` or the functional API of
+enum) and watched at run time by the guard in grader/child/guard.py.
 
 The syntax tree is walked with an explicit stack, so a long generated expression cannot exhaust
 Python's recursion limit.
 """
 
 import ast
+import enum
 import fnmatch
 import importlib
 import inspect
@@ -42,6 +46,7 @@ ADVICE = {
 }
 SEE_RULES = "use the public API of torch and numpy, or attributes your file defines (see the Rules in the statement)"
 MODULE = ("a module", "")  # the refusal of a module-valued attribute; its message names every place it is found
+ENUM_FUNCTIONAL = {"names", "module", "qualname", "type", "start", "boundary"}  # Enum("E", names, ...)
 MODULE_ADVICE = "import an allowed module and use its public functions (torch.linalg.norm, numpy.random.default_rng)"
 
 # Python's own types, whose public attributes a submission may use (str.join, dict.items, slice.start).
@@ -700,6 +705,9 @@ class Checker:
         target = self.object_at(path) if path else None
         if isinstance(target, type) and issubclass(target, type):
             self.flag(node, f"calling the metaclass {path} builds a class at run time", "define classes with a class statement")
+        functional = len(node.args) > 1 or any(k.arg in ENUM_FUNCTIONAL for k in node.keywords)
+        if isinstance(target, type) and issubclass(target, enum.Enum) and functional:
+            self.flag(node, f"{path}(name, members) builds a class from names at run time", "define the enum with a class statement")
         return None
 
     def visit_attribute_builtin(self, node: ast.Call) -> list[ast.AST]:

@@ -130,6 +130,7 @@ def violations_at(source: str) -> list[tuple[int, str]]:
         ("import torch\nT = type(x)('T', (torch.Tensor,), {})", 2, "calling type(...)"),
         ("import abc\nT = abc.ABCMeta('T', (), {})", 2, "calling the metaclass abc.ABCMeta"),
         ("make = type\nT = make('T', (), {})", 1, "type may only be called directly, with one argument"),
+        ("import enum, torch\nE = enum.Enum('E', names, type=torch.Tensor)", 2, "enum.Enum(name, members) builds a class"),
         (
             "import dataclasses, torch\nT = dataclasses.make_dataclass('T', [], bases=(torch.Tensor,), namespace=ns)",
             2,
