@@ -404,13 +404,12 @@ def _survey(tree: ast.Module) -> Survey:
         bindings.setdefault(name, []).append(how)
 
     simple_targets: set[int] = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(tree):  # breadth first: an assignment comes before its targets
         if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
             for target in node.targets:
                 simple_targets.add(id(target))
                 bind(target.id, node.value)  # type: ignore[attr-defined]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in simple_targets:
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in simple_targets:
             bind(node.id, None)
         elif isinstance(node, ast.arg):
             bind(node.arg, None)
@@ -497,6 +496,7 @@ def _path_of(node: ast.AST, aliases: dict[str, str | None]) -> str | None:
 class Checker:
     def __init__(self, tree: ast.Module, source: str, policy: dict[str, Any]) -> None:
         self.source = source
+        self.lines = source.encode().splitlines(keepends=True)  # positions count UTF-8 bytes
         self.policy = policy
         self.rules = Rules.of(policy)
         self.allow = allow_list(policy)
@@ -535,15 +535,30 @@ class Checker:
         return sorted(set(self.violations), key=lambda v: (v.line, v.column))
 
     def flag(self, node: ast.AST, rule: str, advice: str, text: str | None = None) -> None:
-        text = text or ast.get_source_segment(self.source, node)
-        if text is None:
-            try:
-                text = ast.unparse(node)
-            except RecursionError:
-                text = "..."
-        text = " ".join(text.split())
+        text = " ".join((text or self.segment(node)).split())
         text = text if len(text) <= 80 else text[:77] + "..."
-        self.violations.append(Violation(node.lineno, node.col_offset + 1, text, rule, advice))  # type: ignore[attr-defined]
+        line, column = node.lineno, node.col_offset  # type: ignore[attr-defined]
+        if line <= len(self.lines):  # the offset counts UTF-8 bytes; the report counts characters
+            column = len(self.lines[line - 1][:column].decode(errors="replace"))
+        self.violations.append(Violation(line, column + 1, text, rule, advice))
+
+    def segment(self, node: ast.AST) -> str:
+        """The start of node's source text (what ast.get_source_segment gives, without splitting the
+        whole file again for every violation)."""
+        start, first = node.lineno - 1, node.col_offset  # type: ignore[attr-defined]
+        end, last = (getattr(node, "end_lineno", None) or node.lineno) - 1, getattr(node, "end_col_offset", None)  # type: ignore[attr-defined]
+        if start >= len(self.lines):
+            return ""
+        if start == end or end >= len(self.lines):
+            return self.lines[start][first:last].decode(errors="replace")
+        pieces = [self.lines[start][first:]]
+        for line in self.lines[start + 1 : end]:
+            if sum(map(len, pieces)) > 200:  # enough for the text shown
+                break
+            pieces.append(line)
+        else:
+            pieces.append(self.lines[end][:last])
+        return b"".join(pieces).decode(errors="replace")
 
     # -- attribute names --------------------------------------------------------------------------
 
@@ -684,7 +699,7 @@ class Checker:
         numpy): kept in a list, passed or returned, it would hide from this check what is used
         from it. So an object the check cannot identify is never a module."""
         if isinstance(reached, types.ModuleType) and id(node) not in self.alias_values:
-            text = ast.get_source_segment(self.source, node) or reached.__name__
+            text = self.segment(node)
             self.flag(node, f"the module {text} is used as a value; modules may only be used by name, as in {text}.<name>", "call its functions directly")
 
     def visit_call(self, node: ast.Call) -> list[ast.AST] | None:
@@ -787,6 +802,12 @@ def check(tree: ast.Module, source: str, policy: dict[str, Any]) -> list[Violati
     return Checker(tree, source, policy).run(tree)
 
 
+SHOWN = 50  # violations listed in a report; a file with thousands gets the first ones and a count
+
+
 def explain(violations: list[Violation]) -> str:
     count = f"{len(violations)} use{'s' if len(violations) != 1 else ''} of forbidden APIs"
-    return f"{count} (see the rules in problem/README.md):\n" + "\n".join(f"  {v}" for v in violations)
+    lines = [f"  {v}" for v in violations[:SHOWN]]
+    if len(violations) > SHOWN:
+        lines.append(f"  ... and {len(violations) - SHOWN} more (fix these first)")
+    return f"{count} (see the rules in problem/README.md):\n" + "\n".join(lines)

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from grader.judge import Rejection, read_source
-from grader.policy import allow_list, check
+from grader.policy import allow_list, check, explain
 from grader.results import Verdict
 from grader.spec import load_spec
 
@@ -332,3 +332,17 @@ def test_a_name_an_allowed_module_does_not_have_is_left_to_fail_at_run_time():
     assert violations("import math\nfrom math import gelu\ny = math.tahn(1.0)") == []
     # a module that makes attributes on demand might have it: refused, with what to do instead
     assert any("numpy.f2py" in v for v in violations("import numpy\ny = numpy.f2py"))
+
+
+def test_the_source_text_is_cut_by_character_on_lines_with_non_ascii_text_and_any_line_ending():
+    source = "import torch\r\nnote = 'σ²'; y = torch.softmax(x, -1)\rz = 'π' + x.softmax(-1)\n"
+    found = check(ast.parse(source), source, POLICY)
+    assert [(v.line, v.column, v.text) for v in found] == [(2, 18, "torch.softmax"), (3, 11, "x.softmax")]
+
+
+def test_a_report_lists_the_first_violations_and_counts_the_rest():
+    source = "y = x.zzz\n" * 120
+    found = check(ast.parse(source), source, POLICY)
+    report = explain(found)
+    assert len(found) == 120 and report.startswith("120 uses of forbidden APIs")
+    assert report.count("zzz is not an attribute") == 50 and report.endswith("... and 70 more (fix these first)")
