@@ -5,6 +5,7 @@ child returned. The child never sees expected values, the reference or the secre
 """
 
 import ast
+import codecs
 import stat
 import tempfile
 import time
@@ -52,11 +53,15 @@ def read_source(path: Path, limit: int) -> tuple[bytes, ast.Module]:
         raise reject(f"cannot be read ({error.strerror})") from None
     if len(source) > limit:
         raise reject(f"the file is over the limit of {limit} bytes")
+    # A UTF-8 byte-order mark (some editors write one) is not part of the code; Python accepts it
+    # when it imports the file, so the bytes for the child keep it.
+    bom = len(codecs.BOM_UTF8) if source.startswith(codecs.BOM_UTF8) else 0
     try:
-        text = source.decode("utf-8")
+        text = source[bom:].decode("utf-8")
     except UnicodeDecodeError as error:
-        line = source[: error.start].count(b"\n") + 1
-        raise reject(f"line {line}: the file is not valid UTF-8 (byte {source[error.start]:#04x} at offset {error.start})") from None
+        offset = bom + error.start
+        line = source[:offset].count(b"\n") + 1
+        raise reject(f"line {line}: the file is not valid UTF-8 (byte {source[offset]:#04x} at offset {offset})") from None
     try:
         tree = ast.parse(text, filename=path.name)
     except SyntaxError as error:
@@ -65,6 +70,8 @@ def read_source(path: Path, limit: int) -> tuple[bytes, ast.Module]:
         raise reject(f"syntax error at {where}: {error.msg}{shown}") from None
     except ValueError as error:  # e.g. NUL bytes
         raise reject(f"cannot be parsed: {error}") from None
+    except (RecursionError, MemoryError):  # the parser's own limits, on pathological nesting
+        raise reject("too deeply nested to parse (an expression or block nested thousands of levels deep); split it into smaller statements") from None
     return source, tree
 
 

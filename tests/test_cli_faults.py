@@ -7,7 +7,7 @@ import re
 import pytest
 
 from grader import cli
-from grader.results import Verdict
+from grader.results import Report, Verdict
 from tests.grading import ROOT, SUBMISSIONS, run_grader
 
 CORRECT = SUBMISSIONS / "accepted" / "plain_helpers.py"
@@ -32,8 +32,8 @@ def test_a_fault_during_grading_is_a_grader_error_report_in_the_requested_format
 
 @pytest.mark.parametrize("json_output", [True, False], ids=["json", "text"])
 def test_a_report_that_cannot_be_rendered_still_gives_a_report(monkeypatch, capsys, json_output):
-    monkeypatch.setattr(cli, "grade", simulated_fault)
-    monkeypatch.setattr(cli, "render_json" if json_output else "render_text", simulated_fault)
+    monkeypatch.setattr(cli, "grade", lambda path, *args, **kwargs: Report(Verdict.ACCEPTED, "all passed", str(path), "id", "test"))
+    monkeypatch.setattr(cli, "render", simulated_fault)
     assert cli.main([str(CORRECT), *(["--json"] if json_output else [])]) == 2
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err

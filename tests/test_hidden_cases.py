@@ -10,8 +10,8 @@ import torch
 
 from grader.cases import make_cases
 from grader.expected import expected_for
+from grader.formats.text import render_text
 from grader.judge import judge_reply
-from grader.report import render_text
 from grader.results import CaseResult, Report, Verdict
 from grader.spec import load_spec
 from tests.grading import SUBMISSIONS, grade_json
