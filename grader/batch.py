@@ -36,8 +36,9 @@ import torch
 
 from grader import __version__, judge
 from grader.cases import seed_public_id
-from grader.isolation import IsolationUnavailable, choose_backend
-from grader.report import hints, to_json
+from grader.formats.json import to_json
+from grader.isolation import IsolationUnavailable, choose_backend, scrub_secret
+from grader.report import hints
 from grader.results import Report, Verdict
 from grader.sandbox import Child
 from grader.spec import SPEC_PATH, Spec, load_spec
@@ -58,9 +59,14 @@ def default_jobs() -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
 
-def resolve_seed(seed: str | None, spec: Spec) -> str:
-    """The seed as for `python -m grader`: the argument, else the environment variable, else the local default."""
-    return seed or os.environ.get(spec.seed_env_var) or spec.default_hidden_seed
+def secret_seed(given: str | None, spec: Spec) -> str | None:
+    """The secret seed as for `python -m grader`: the argument, else the environment variable; None
+    when neither is set (the fixed local seed is used then); an empty one is refused."""
+    secret = given if given is not None else os.environ.get(spec.seed_env_var)
+    if secret == "":
+        given_as = "--seed is" if given is not None else f"{spec.seed_env_var} is set but"
+        raise UsageError(f"{given_as} empty; give a secret seed")
+    return secret
 
 
 # --- the pool: one submission -> one report, `jobs` at a time -------------------------------------
@@ -126,7 +132,8 @@ class Pool:
         if jobs < 1:
             raise ValueError("jobs must be at least 1")
         self.spec, self.seed, self.public_only = spec, seed, public_only
-        self.backend = backend or choose_backend("auto")
+        self.warnings = spec.seed_warnings(seed, public_only)
+        self.backend = backend or choose_backend("auto", secret_seed=seed != spec.default_hidden_seed)
         # The uid backend kills every process of the runner user after each grading.
         self.jobs = 1 if self.backend == "uid" else jobs
         self.prepared = prepared or judge.prepare(spec, seed, public_only)
@@ -146,6 +153,7 @@ class Pool:
             report.hints = hints(report, self.spec)
         except Exception as error:  # noqa: BLE001 - one submission's grader fault must not end the batch
             report = grader_error(path, self.prepared.seed_id, self.backend, error)
+        report.warnings = list(self.warnings)
         if cancel and cancel.cancelled:
             raise _Cancelled()
         return report
@@ -411,7 +419,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="grade only shard INDEX (0-based) of COUNT: the submissions whose sha256(id) mod COUNT is INDEX, so COUNT "
         "machines (e.g. a Kubernetes Indexed Job with --shard $JOB_COMPLETION_INDEX/COUNT) grade each submission once",
     )
-    parser.add_argument("--seed", help="secret seed for the hidden cases (prefer the environment variable MLM_GRADER_SEED); default: a fixed local seed")
+    parser.add_argument("--seed", help="secret seed for the hidden cases (prefer MLM_GRADER_SEED, which does not show in the process list)")
+    parser.add_argument(
+        "--allow-default-seed",
+        action="store_true",
+        help="grade with the fixed local seed when no secret seed is set (anyone can reproduce its hidden cases; for trying the batch out)",
+    )
     parser.add_argument(
         "--isolation",
         choices=["auto", "strict", "bubblewrap", "uid", "process", "docker"],
@@ -461,11 +474,25 @@ def run(args: argparse.Namespace, stop: _Stop, out: TextIO) -> int:
         kept = [s for s in submissions if in_shard(s.id, *shard)]
         notes.append(f"shard {shard[0]}/{shard[1]}: {len(kept)} of {len(submissions)} submissions")
         submissions = kept
+    # As for one file: the secret seed leaves the environment and the command line before any
+    # process starts, and auto never falls back to a backend that cannot keep it.
+    secret = secret_seed(args.seed, spec)
+    if secret is not None:
+        scrub_secret(spec.seed_env_var, secret)
     try:
-        backend = choose_backend(args.isolation)
+        backend = choose_backend(args.isolation, secret_seed=secret is not None)
     except IsolationUnavailable as error:
         raise UsageError(str(error)) from None
-    seed = resolve_seed(args.seed, spec)
+    seed = secret or spec.default_hidden_seed
+    if spec.seed_warnings(seed) and not args.allow_default_seed:
+        raise UsageError(
+            f"a batch grades for real, so it needs a secret seed: set {spec.seed_env_var} (or --seed), "
+            "or pass --allow-default-seed to use the fixed local seed, which anyone can reproduce"
+        )
+    if secret is not None and backend == "process":
+        print("grader batch: warning: --isolation process does not keep the secret seed from the submissions (same user, no walls)", file=sys.stderr)
+    for warning in spec.seed_warnings(seed):
+        print(f"grader batch: warning: {warning}", file=sys.stderr)
     seed_id, spec_sha256 = seed_public_id(seed), hashlib.sha256(spec_bytes).hexdigest()
     results = ResultsFile(args.out)
     try:

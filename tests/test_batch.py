@@ -19,6 +19,7 @@ import pytest
 from grader import batch, judge
 from tests.grading import ROOT, SUBMISSIONS, grade_json, run_grader
 
+SECRET = {"MLM_GRADER_SEED": "a-class-secret"}  # a batch refuses the fixed local seed unless told otherwise
 ONE_OF_EACH = [
     "accepted/plain_helpers",
     "wrong_answer/causal_mask",
@@ -45,7 +46,7 @@ def lines_of(path: Path) -> list[dict]:
 def run_in_process(*argv: str) -> tuple[int, str]:
     """The batch command in this process (no signal handlers: tests may not run on the main thread)."""
     out = io.StringIO()
-    status = batch.run(batch.parse_args(list(argv)), batch._Stop(), out)
+    status = batch.run(batch.parse_args([*argv, "--allow-default-seed"]), batch._Stop(), out)
     return status, out.getvalue()
 
 
@@ -61,12 +62,12 @@ def test_batch_gives_the_verdicts_of_the_single_file_command(tmp_path):
     # The real limits: a shorter limit per case would make the verdicts depend on the machine's load.
     folder = class_folder(tmp_path / "class", ONE_OF_EACH)
     out, gradebook = tmp_path / "results.jsonl", tmp_path / "grades.csv"
-    result = run_grader("batch", str(folder), "--jobs", "2", "--out", str(out), "--csv", str(gradebook), timeout=600)
+    result = run_grader("batch", str(folder), "--jobs", "2", "--out", str(out), "--csv", str(gradebook), env=SECRET, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "one file per submission" in result.stdout and "8 submissions:" in result.stdout and "slowest:" in result.stdout
 
     with ThreadPoolExecutor(2) as pool:
-        single = dict(pool.map(lambda p: (p.stem, grade_json(str(p))[0]), sorted(folder.glob("*.py"))))
+        single = dict(pool.map(lambda p: (p.stem, grade_json(str(p), env=SECRET)[0]), sorted(folder.glob("*.py"))))
     lines = lines_of(out)
     assert sorted(line["id"] for line in lines) == sorted(single)
     for line in lines:
@@ -102,7 +103,7 @@ def test_a_batch_stopped_with_ctrl_c_resumes_where_it_stopped(tmp_path):
     folder = class_folder(tmp_path / "class", names, prefix=token)
     out = tmp_path / "results.jsonl"
     command = [sys.executable, "-m", "grader", "batch", str(folder), "--jobs", "1", "--out", str(out)]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ | SECRET)
     deadline = time.monotonic() + 300
     while not (out.exists() and out.read_text().count("\n") >= 1) and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -114,7 +115,7 @@ def test_a_batch_stopped_with_ctrl_c_resumes_where_it_stopped(tmp_path):
     first = lines_of(out)
     assert 1 <= len(first) < len(names)
 
-    result = run_grader("batch", str(folder), "--jobs", "2", "--out", str(out))
+    result = run_grader("batch", str(folder), "--jobs", "2", "--out", str(out), env=SECRET)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"skipped {len(first)} submissions already graded" in result.stdout
     ids = [line["id"] for line in lines_of(out)]
@@ -123,7 +124,7 @@ def test_a_batch_stopped_with_ctrl_c_resumes_where_it_stopped(tmp_path):
     # A changed file is graded again; its new line, the last for its id, is the one that counts.
     changed = folder / f"{token}raises_in_call.py"
     changed.write_text("def mlm_forward_tied(:\n")
-    result = run_grader("batch", str(folder), "--out", str(out), "--csv", str(tmp_path / "grades.csv"))
+    result = run_grader("batch", str(folder), "--out", str(out), "--csv", str(tmp_path / "grades.csv"), env=SECRET)
     assert result.returncode == 0 and f"skipped {len(names) - 1} submissions" in result.stdout
     last = [line for line in lines_of(out) if line["id"] == changed.stem]
     assert [line["verdict"] for line in last] == ["runtime_error", "compile_error"]
@@ -135,7 +136,7 @@ def test_sigterm_ends_a_hanging_grading_at_once_and_leaves_nothing(tmp_path):
     folder = class_folder(tmp_path / "class", ["time_limit_exceeded/busy_import", "time_limit_exceeded/infinite_loop_in_call"], prefix=token)
     out = tmp_path / "results.jsonl"
     command = [sys.executable, "-m", "grader", "batch", str(folder), "--jobs", "2", "--out", str(out)]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ | SECRET)
     deadline = time.monotonic() + 120
     while not any(item.startswith("process") for item in leftovers(token)) and time.monotonic() < deadline:  # a child is running
         time.sleep(0.05)
@@ -189,7 +190,7 @@ def test_a_folder_mixing_layouts_is_refused(tmp_path):
     folder = syntax_errors(tmp_path / "class", 2)
     (folder / "carol").mkdir()
     (folder / "carol" / "solution.py").write_text("x = 1\n")
-    result = run_grader("batch", str(folder), "--out", str(tmp_path / "r.jsonl"))
+    result = run_grader("batch", str(folder), "--out", str(tmp_path / "r.jsonl"), env=SECRET)
     assert result.returncode == 2 and "mixes two layouts" in result.stderr and "carol/solution.py" in result.stderr
     assert not (tmp_path / "r.jsonl").exists()
 
@@ -247,3 +248,15 @@ def test_a_grader_fault_is_a_grader_error_line_and_the_batch_goes_on(tmp_path, m
     status, text = run_in_process(str(folder), "--out", str(out))
     assert status == 0 and "skipped 3 submissions" in text
     assert lines_of(out)[-1]["id"] == "student01" and lines_of(out)[-1]["verdict"] == "compile_error"
+
+
+def test_a_batch_needs_a_secret_seed_unless_told_to_use_the_local_one(tmp_path, monkeypatch):
+    monkeypatch.delenv("MLM_GRADER_SEED", raising=False)
+    folder, out = syntax_errors(tmp_path / "class", 2), tmp_path / "results.jsonl"
+    with pytest.raises(batch.UsageError, match="needs a secret seed: set MLM_GRADER_SEED"):
+        batch.run(batch.parse_args([str(folder), "--out", str(out)]), batch._Stop(), io.StringIO())
+    with pytest.raises(batch.UsageError, match="--seed is empty"):
+        batch.run(batch.parse_args([str(folder), "--out", str(out), "--seed="]), batch._Stop(), io.StringIO())
+    assert not out.exists()
+    status, _ = run_in_process(str(folder), "--out", str(out))  # with --allow-default-seed
+    assert status == 0 and all("fixed local seed" in line["warnings"][0] for line in lines_of(out))
