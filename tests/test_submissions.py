@@ -40,7 +40,7 @@ FORBIDDEN_NAMES = {
 def test_the_corpus_is_complete():
     counts = {folder.name: len(list(folder.glob("*.py"))) for folder in SUBMISSIONS.iterdir() if folder.is_dir()}
     assert counts["accepted"] >= 6 and counts["wrong_answer"] >= 20 and counts["forbidden_api"] >= 15
-    assert set(FORBIDDEN_NAMES) == {p.stem for p in (SUBMISSIONS / "forbidden_api").glob("*.py")}
+    assert set(FORBIDDEN_NAMES) == {p.stem for p in (SUBMISSIONS / "forbidden_api").glob("*.py") if not p.stem.startswith("hostile_")}
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")

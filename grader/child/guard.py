@@ -61,6 +61,7 @@ KERNEL_KEYS = (
 RECORD_EVENT = "mlm_grader.guard.record"  # audit events between the guard and its audit hook
 READ_EVENT = "mlm_grader.guard.read"
 TAMPERED = "the runtime guard was tampered with"
+RECORD_LIMIT = 10000  # findings kept; anything in the record already decides the verdict
 # Refused once armed: gc introspection would find the hook's record, trace and profile functions
 # run code where the modes do not watch.
 REFUSED_EVENTS = {
@@ -178,16 +179,18 @@ class Guard:
                     )
 
     def check_frames(self, frame: Any) -> None:
-        """Refuse an operation run by torch's own Python code for a forbidden function."""
-        verdicts = self.code_verdicts
+        """Refuse an operation run by torch's own Python code for a forbidden function; the
+        outermost such frame (where the submission called in) names it."""
+        verdicts, refused = self.code_verdicts, ""
         while frame is not None:
             code = frame.f_code
             verdict = verdicts.get(code)
             if verdict is None:
                 verdict = verdicts[code] = judge_code(code, self.functions)
-            if verdict:
-                self.refuse(verdict)
+            refused = verdict or refused
             frame = frame.f_back
+        if refused:
+            self.refuse(refused)
 
     def check_function(self, func: Any) -> None:
         name = base_name(func)
@@ -218,7 +221,9 @@ class Guard:
         self.refuse_threads()
         self.os_refuses_threads = refuse_new_processes()
         self.armed = True  # before the picture of the guard is taken
-        sys.addaudithook(_audit_hook(self, [sys.modules[__name__], *protect]))
+        profile = _profile_function(self)
+        sys.setprofile(profile)
+        sys.addaudithook(_audit_hook(self, [sys.modules[__name__], *protect], profile))
         self.warm_up()  # nothing it needs is refused once sealed
         if self.findings():
             raise RuntimeError(f"the runtime guard does not hold after arming: {self.findings()}")
@@ -251,7 +256,7 @@ class Guard:
 
     def refuse_threads(self) -> None:
         def start_new_thread(*args: Any, **kwargs: Any) -> NoReturn:
-            _refuse(self, "starting a thread (the submission runs on the grader's thread only)")
+            _refuse(self, "a thread (the submission must run on the grader's thread, where the runtime guard watches)")
 
         _thread.start_new_thread = _thread.start_new = threading._start_new_thread = start_new_thread
 
@@ -280,7 +285,34 @@ def _refusing_kernel(guard: Guard, what: str) -> Any:
     return refuse_operator
 
 
-def _audit_hook(guard: Guard, modules: list[ModuleType]) -> Any:
+def _profile_function(guard: Guard) -> Any:
+    """A profile function that records every entry into torch's Python decompositions and torch's
+    Python implementations of forbidden functions, whatever the state of the modes (a submission
+    could take them off the stack for a while and put them back). It only records: an exception
+    raised here would remove it. It holds nothing the record could be reached through."""
+    verdicts, judge, names, audit, line_of, basename = guard.code_verdicts, judge_code, guard.functions, _audit, _submission_line, os.path.basename
+    record_event = RECORD_EVENT
+
+    def verdict_on(frame: Any) -> str:
+        if frame is None:
+            return ""
+        code = frame.f_code
+        verdict = verdicts.get(code)
+        if verdict is None:
+            verdict = verdicts[code] = judge(code, names)
+        return verdict
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            verdict = verdict_on(frame)
+            if verdict and not verdict_on(frame.f_back):  # where the submission's code called in
+                line = line_of(guard)
+                audit(record_event, f"{verdict} (line {line} of {basename(guard.submission)})" if line else verdict)
+
+    return profile
+
+
+def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
     """The hook that keeps the record and the picture of the guard as armed. Everything it uses is
     bound here, in its closure: once it is installed nothing else refers to it."""
     log: list[str] = []
@@ -295,8 +327,9 @@ def _audit_hook(guard: Guard, modules: list[ModuleType]) -> Any:
     function_handling_on, function_modes_on = torch._C._is_torch_function_enabled, torch._C._is_torch_function_mode_enabled
     key_excluded, python_keys = torch._C._dispatch_tls_is_dispatch_key_excluded, (torch._C.DispatchKey.Python, torch._C.DispatchKey.PythonTLSSnapshot)
     kernel_table, parts_of, missing, error, line_of = torch._C._dispatch_dump, _parts, _MISSING, ForbiddenAPIError, _submission_line
+    current_profile, profile_parts = sys.getprofile, _parts(profile)
     count, ident, string, exception, basename = len, id, str, Exception, os.path.basename
-    record_event, read_event, tampered, refused_events = RECORD_EVENT, READ_EVENT, TAMPERED, dict(REFUSED_EVENTS)
+    record_event, read_event, tampered, refused_events, limit = RECORD_EVENT, READ_EVENT, TAMPERED, dict(REFUSED_EVENTS), RECORD_LIMIT
 
     def tampering() -> str | None:
         if not (function_stack_len() == 1 and function_stack_at(0) is function_watch):
@@ -306,6 +339,8 @@ def _audit_hook(guard: Guard, modules: list[ModuleType]) -> Any:
         for key in infra_keys:
             if infra_mode(key) is not None:
                 return "a dispatch mode was set in front of it"
+        if current_profile() is not profile or parts_of(profile) != profile_parts:
+            return "its profile function was removed or changed"
         if not (function_handling_on() and function_modes_on()):
             return "torch function handling was turned off"
         for key in python_keys:
@@ -328,8 +363,15 @@ def _audit_hook(guard: Guard, modules: list[ModuleType]) -> Any:
                 return "its verdicts on torch's Python code were changed"
         return None
 
+    # The record: each finding once per read (a case), in order, up to a bound. Reading copies it
+    # and never empties it, so whoever else reads it takes nothing away from the grader.
+    seen: set[tuple[str, int]] = set()
+    reads = [0]
+
     def add(what: str) -> None:
-        if what not in log:
+        key = (what, reads[0])
+        if key not in seen and count(log) < limit:
+            seen.add(key)
             log.append(what)
 
     def hook(event: str, args: tuple) -> None:
@@ -343,6 +385,7 @@ def _audit_hook(guard: Guard, modules: list[ModuleType]) -> Any:
             if problem:
                 add(f"{tampered} ({problem})")
             args[0].extend(log)
+            reads[0] += 1
         elif event in refused_events or (event == "object.__setattr__" and ident(args[0]) in protected):
             what = refused_events.get(event) or f"{tampered} (the {args[1]} of {args[0].__qualname__} was being replaced)"
             line = line_of(guard)

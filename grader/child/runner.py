@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from . import wire
-from .guard import Guard
+from .guard import TAMPERED, Guard
 
 MEMORY_MARKERS = ("can't allocate memory", "not enough memory", "out of memory")
 
@@ -80,31 +80,33 @@ def describe_output(out: object) -> tuple[dict[str, Any], dict[str, torch.Tensor
     kind = type(out)
     if kind is not torch.Tensor:
         if issubclass(kind, torch.Tensor):
-            return {"type": f"subclass of torch.Tensor ({_class_name(kind)})", "plain": False}, {}
+            return {"type": f"subclass of torch.Tensor (a class that calls itself {_class_name(kind)})", "plain": False}, {}
         return {"type": f"non-tensor object of class {_class_name(kind)}", "plain": False}, {}
-    layout = str(out.layout)
+    layout, nested, quantized = str(out.layout), out.is_nested, out.is_quantized
     info: dict[str, Any] = {
         "type": "torch.Tensor",
         "plain": True,
         "layout": layout,
-        "shape": list(out.shape),
+        "shape": None if nested else list(out.shape),  # a nested tensor has no single shape
         "dtype": str(out.dtype).removeprefix("torch."),
         "device": out.device.type,
     }
-    if out.layout != torch.strided or out.is_nested or out.is_quantized:
-        info["type"] = f"torch.Tensor with layout {layout}" + (" (nested)" if out.is_nested else " (quantized)" if out.is_quantized else "")
+    if out.layout != torch.strided or nested or quantized:
+        info["type"] = f"{'nested ' if nested else 'quantized ' if quantized else ''}torch.Tensor with layout {layout}"
         return info, {}
     if info["dtype"] not in wire.DTYPES or info["device"] != "cpu":
         return info, {}
     return info, {"output": out.detach().clone()}
 
 
-def explain_forbidden(found: list[str]) -> str:
-    """The reply's "forbidden" text: the uses found (they name the route and the line), then any
+def explain_forbidden(found: list[str], _tampered: str = TAMPERED) -> str:
+    """The reply's "forbidden" text: the uses found (each names its route and line), then any
     tampering with the guard."""
-    uses = [f for f in found if not f.startswith("the runtime guard was tampered with")]
-    parts = [f"used {', '.join(uses)} (write it yourself from elementary tensor operations)"] if uses else []
-    return "; ".join(parts + [f for f in found if f not in uses]) or "the runtime guard found a forbidden use"
+    uses = [f for f in found if not f.startswith(_tampered)]
+    text = f"used {', '.join(uses)}" if uses else ""
+    if any(f.startswith(("the operator", "the function", "the Tensor method", "torch's Python")) for f in uses):
+        text += " (write it yourself from elementary tensor operations)"
+    return "; ".join([text] * bool(uses) + [f for f in found if f not in uses]) or "the runtime guard found a forbidden use"
 
 
 def run_case(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Tensor], submission: str) -> tuple[dict, dict]:
