@@ -18,7 +18,8 @@ It is armed once, before the submission is imported, and stays armed until the p
   them). It refuses trace and profile functions and any change to the code of a protected function,
   and on every read of the record it checks the guard against the picture: its modes alone on their
   stacks; the names, classes, functions and instances of the guard and of the modules the runner
-  uses after a call; the refusing kernels. A change is recorded as tampering.
+  uses after a call; the modules loaded (none replaced by a fake); the refusing kernels. A change
+  is recorded as tampering.
 A forbidden use is recorded, then refused with an exception; the record is what the grader is
 told, so catching the exception does not hide it.
 
@@ -80,6 +81,8 @@ _getframe = sys._getframe
 _audit = sys.audit
 _Tensor = torch.Tensor
 _TensorBase = torch._C.TensorBase
+_DISABLED_FUNCTION = torch._C._disabled_torch_function_impl
+_DISABLED_DISPATCH = torch._C._disabled_torch_dispatch_impl
 _pack_length = struct.Struct("<Q").pack  # the frame's header length, as in wire.py
 
 
@@ -119,13 +122,15 @@ def base_name(func: Any) -> str:
 
 def own_override(kind: type) -> str | None:
     """The name of a class that brings its own __torch_function__ or __torch_dispatch__, or None
-    for torch.Tensor and its plain subclasses."""
+    for torch.Tensor and its plain subclasses (torch's "disabled" handlers, as nn.Parameter has,
+    only opt out of subclass handling and run no code)."""
     for klass in _mro_of(kind):
         if klass is _Tensor or klass is _TensorBase:
             return None
         namespace = _dict_of(klass)
-        if "__torch_function__" in namespace or "__torch_dispatch__" in namespace:
-            return _qualname_of(kind)
+        for name, harmless in (("__torch_function__", _DISABLED_FUNCTION), ("__torch_dispatch__", _DISABLED_DISPATCH)):
+            if name in namespace and namespace[name] is not harmless:
+                return _qualname_of(kind)
     return _qualname_of(kind)  # not a tensor at all, yet torch found an override on it
 
 
@@ -291,7 +296,7 @@ def _profile_function(guard: Guard) -> Any:
     could take them off the stack for a while and put them back). It only records: an exception
     raised here would remove it. It holds nothing the record could be reached through."""
     verdicts, judge, names, audit, line_of, basename = guard.code_verdicts, judge_code, guard.functions, _audit, _submission_line, os.path.basename
-    record_event = RECORD_EVENT
+    record_event, finalizing = RECORD_EVENT, sys.is_finalizing
 
     def verdict_on(frame: Any) -> str:
         if frame is None:
@@ -303,7 +308,7 @@ def _profile_function(guard: Guard) -> Any:
         return verdict
 
     def profile(frame: Any, event: str, arg: Any) -> None:
-        if event == "call":
+        if event == "call" and not finalizing():  # at exit, modules are being torn down
             verdict = verdict_on(frame)
             if verdict and not verdict_on(frame.f_back):  # where the submission's code called in
                 line = line_of(guard)
@@ -319,7 +324,7 @@ def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
     entries, sizes, functions = _picture(guard, modules)
     protected = frozenset(id(function) for _, function, _ in functions)
     kernel_tables = tuple((qualified, torch._C._dispatch_dump(qualified)) for qualified in dict(guard.kernels))
-    verdicts, judge, names = guard.code_verdicts, judge_code, guard.functions
+    verdicts, judge, names, checked = guard.code_verdicts, judge_code, guard.functions, {}  # checked: the hook's own verdicts
     function_watch, operator_watch = guard.function_watch, guard.operator_watch
     function_stack_len, function_stack_at = torch._C._len_torch_function_stack, torch._C._get_function_stack_at
     dispatch_stack_len, dispatch_stack_at = torch._C._len_torch_dispatch_stack, torch._C._get_dispatch_stack_at
@@ -328,7 +333,7 @@ def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
     key_excluded, python_keys = torch._C._dispatch_tls_is_dispatch_key_excluded, (torch._C.DispatchKey.Python, torch._C.DispatchKey.PythonTLSSnapshot)
     kernel_table, parts_of, missing, error, line_of = torch._C._dispatch_dump, _parts, _MISSING, ForbiddenAPIError, _submission_line
     current_profile, profile_parts = sys.getprofile, _parts(profile)
-    count, ident, string, exception, basename = len, id, str, Exception, os.path.basename
+    count, ident, string, exception, basename, finalizing = len, id, str, Exception, os.path.basename, sys.is_finalizing
     record_event, read_event, tampered, refused_events, limit = RECORD_EVENT, READ_EVENT, TAMPERED, dict(REFUSED_EVENTS), RECORD_LIMIT
 
     def tampering() -> str | None:
@@ -359,7 +364,10 @@ def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
             if kernel_table(qualified) != table:
                 return f"the kernels of {qualified} were changed"
         for code, verdict in verdicts.items():
-            if verdict != judge(code, names):
+            truth = checked.get(code)
+            if truth is None:
+                truth = checked[code] = judge(code, names)
+            if verdict != truth:
                 return "its verdicts on torch's Python code were changed"
         return None
 
@@ -386,7 +394,8 @@ def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
                 add(f"{tampered} ({problem})")
             args[0].extend(log)
             reads[0] += 1
-        elif event in refused_events or (event == "object.__setattr__" and ident(args[0]) in protected):
+        elif (event in refused_events and not finalizing()) or (event == "object.__setattr__" and ident(args[0]) in protected):
+            # (at exit the interpreter itself removes the profile function)
             what = refused_events.get(event) or f"{tampered} (the {args[1]} of {args[0].__qualname__} was being replaced)"
             line = line_of(guard)
             add(f"{what} (line {line} of {basename(guard.submission)})" if line else what)
@@ -407,7 +416,7 @@ def _parts(function: Any) -> tuple:
 def _picture(guard: Guard, modules: list[ModuleType]) -> tuple[tuple, tuple, tuple]:
     """Every name, class member, instance attribute and function of the guard and of `modules`,
     as (label, mapping, key, value) entries, (label, mapping, size) sizes and (label, function,
-    parts) functions. Modules that grow lazily (json, torch.Tensor's dict) give entries only."""
+    parts) functions. What grows lazily (json, torch.Tensor's dict, sys.modules) gives entries only."""
     entries, sizes, functions, seen = [], [], {}, set()
     names = {module.__name__ for module in modules}
 
@@ -431,6 +440,7 @@ def _picture(guard: Guard, modules: list[ModuleType]) -> tuple[tuple, tuple, tup
         namespace(label, vars(instance))
     for module in (json, json.encoder, json.decoder, struct):
         namespace(module.__name__, vars(module), fixed_size=False)
+    entries += [("sys.modules", sys.modules, name, module) for name, module in list(sys.modules.items())]  # no fakes planted
     namespace("torch.Tensor", _dict_of(_Tensor), fixed_size=False)
     namespace("torch._C.TensorBase", _dict_of(_TensorBase), fixed_size=False)
     for _, kernel in guard.kernels:
