@@ -84,8 +84,9 @@ def _draw(rng: np.random.Generator, value: Any) -> Any:
 
 
 def _soft_mask(rng: np.random.Generator, n: int, t: int, dtype: np.dtype) -> np.ndarray:
-    """Values around the 0.5 threshold: exactly 0.5 and its float neighbours, values in (0, 1),
-    below 0 and above 1, so every wrong selection rule picks a different set."""
+    """Values around the 0.5 threshold: exactly 0.5 and its neighbours in the case's dtype (in
+    float64 they become 0.5 when cast to float32), values in (0, 1), below 0 and above 1, so every
+    wrong selection rule picks a different set."""
     half = dtype.type(0.5)
     must_have = [
         half,
@@ -93,9 +94,11 @@ def _soft_mask(rng: np.random.Generator, n: int, t: int, dtype: np.dtype) -> np.
         np.nextafter(half, dtype.type(0)),
         0.3, 0.7, 1.3, -0.2, -0.7,
     ]  # fmt: skip
+    if n * t < len(must_have):
+        raise ValueError(f"a soft mask needs at least {len(must_have)} positions to hold its values; N * T = {n * t}")
     values = rng.uniform(-0.8, 1.8, n * t).astype(dtype)
     slots = rng.permutation(n * t)[: len(must_have)]
-    values[slots] = np.array(must_have[: len(slots)], dtype=dtype)
+    values[slots] = np.array(must_have, dtype=dtype)
     return values.reshape(n, t)
 
 
