@@ -16,6 +16,7 @@ from torch import Tensor
 from grader import isolation, policy
 from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, Case, make_cases, seed_public_id
 from grader.compare import bitwise_equal, compare_values
+from grader.diagnosis import diagnose
 from grader.expected import Expected, expected_for
 from grader.results import NOT_RUN, PASSED, CaseResult, Report, Verdict
 from grader.sandbox import Child, ChildGone, ChildProtocolError, ChildTimeout, Exit, ProcessChild
@@ -143,7 +144,8 @@ def _startup(child: Child, limits: Limits) -> tuple[Verdict, str] | None:
     return None
 
 
-def _run_cases(child: Child, cases: list[Case], results: list[CaseResult], spec: Spec) -> None:
+def _run_cases(child: Child, cases: list[Case], results: list[CaseResult], spec: Spec, received: dict[str, dict[str, Tensor]]) -> None:
+    """Runs the cases in order; the raw tensors of each failing case go to `received` (for the diagnosis)."""
     expected = [expected_for(case) for case in cases]  # while the child is still importing torch
     limits = spec.limits
     problem = _startup(child, limits)
@@ -171,6 +173,8 @@ def _run_cases(child: Child, cases: list[Case], results: list[CaseResult], spec:
             return
         result.seconds = time.monotonic() - started
         judge_reply(case, exp, reply, tensors, spec, result)
+        if not result.passed:
+            received[case.name] = tensors
 
 
 def overall(results: list[CaseResult]) -> tuple[Verdict, str]:
@@ -202,6 +206,8 @@ def grade(path: Path, spec: Spec, hidden_seed: str, public_only: bool = False, b
     started = time.monotonic()
     backend = backend or isolation.choose_backend("auto")
     report = Report(Verdict.GRADER_ERROR, "", str(path), seed_public_id(hidden_seed), backend)
+    cases: list[Case] = []
+    received: dict[str, dict[str, Tensor]] = {}  # case name -> what the child returned, failing cases only
     try:
         source, tree = read_source(path, spec.limits.source_bytes)
     except Rejection as rejection:
@@ -221,10 +227,12 @@ def grade(path: Path, spec: Spec, hidden_seed: str, public_only: bool = False, b
                     raise Rejection(Verdict.FORBIDDEN_API, policy.explain(violations))
                 cases = make_cases(spec, hidden_seed, public_only)
                 report.cases = [CaseResult(c.name, c.family, c.dtype, c.public, c.shape_text()) for c in cases]
-                _run_cases(child, cases, report.cases, spec)
+                _run_cases(child, cases, report.cases, spec, received)
                 report.verdict, report.message = overall(report.cases)
             except Rejection as rejection:
                 report.verdict, report.message = rejection.verdict, rejection.message
         report.stdout, report.stderr = child.stdout.text(), child.stderr.text()
+    if report.verdict == Verdict.WRONG_ANSWER:
+        report.diagnosis = diagnose(cases, report.cases, received, spec)
     report.seconds = time.monotonic() - started
     return report

@@ -2,15 +2,18 @@
 
 import json
 import math
+import textwrap
 from typing import Any
 
 import torch
 
 from grader import __version__
+from grader.diagnosis import PROBE_FAMILY
 from grader.results import CaseResult, Report, Verdict
 from grader.spec import Spec
 
 OUTPUT_SHOWN = 2000  # characters of the submission's stdout/stderr shown in the human report
+DIAGNOSIS_WIDTH = 110  # characters per line of the diagnosis in the human report
 
 
 def _number(x: float | None) -> str:
@@ -21,24 +24,36 @@ def _seconds(x: float | None) -> str:
     return "-" if x is None else f"{x * 1000:.0f}ms"
 
 
+# A family's hint is about its numbers: it is shown only when its cases fail these checks. A wrong
+# selection rule changes M in a soft-mask case, so that hint needs a wrong shape (a gather in the
+# wrong order or an in-place change of the mask also fails only there, and is not about the rule).
+FAMILY_HINT_CHECKS = {"soft_mask": {"shape"}}
+VALUE_CHECKS = {"values", "shape", "gradient"}
+
+
 def hints(report: Report, spec: Spec) -> list[str]:
-    """What a failure pattern usually means, when every failing case shares one trait."""
+    """What a failure pattern usually means: every failing case fails one kind of check, or (when
+    some cases pass) every failing case shares a family or a dtype. The probe cases are no trait
+    of their own (the diagnosis reads them), so they do not count as a family."""
     failed = [c for c in report.cases if c.status == Verdict.WRONG_ANSWER]
-    if not failed or len(failed) == len(report.cases):
+    if not failed:
         return []
     found = []
-    families = {c.family for c in failed}
-    if len(families) == 1 and (hint := spec.families[families.pop()].hint):
-        found.append(hint)
-    if all(c.check == "gradient" for c in failed):
+    checks = {c.check for c in failed}
+    if len(failed) < len(report.cases):
+        families = {c.family for c in failed if c.family != PROBE_FAMILY}
+        family = next(iter(families)) if len(families) == 1 else None
+        if family and spec.families[family].hint and checks <= FAMILY_HINT_CHECKS.get(family, VALUE_CHECKS):
+            found.append(spec.families[family].hint)
+        if families and families != {"float64"} and all(c.dtype == "float64" for c in failed) and checks <= VALUE_CHECKS:
+            found.append(spec.families["float64"].hint)
+    if checks == {"gradient"}:
         found.append(
-            "Only the gradient check fails: the values are right but the gradient reaching w_emb is not. "
+            "Only the gradient check fails: the values are right but the gradients are not. "
             "The head must use w_emb itself (x @ w_emb.T), not a detached or copied matrix, and the result "
             "must stay on the autograd graph (no torch.no_grad(), .detach(), .numpy() or .item())."
         )
-    if all(c.dtype == "float64" for c in failed) and not all(c.family == "float64" for c in failed):
-        found.append(spec.families["float64"].hint)
-    if all(c.check == "inputs" for c in failed):
+    if checks == {"inputs"}:
         found.append(
             "Only the inputs check fails: an in-place operation (x += ..., .add_(), item assignment) changed an argument; work on new tensors instead."
         )
@@ -59,6 +74,9 @@ def render_text(report: Report, spec: Spec, verbose: bool = False) -> str:
     lines = [f"Submission: {report.submission}", f"Verdict:    {report.verdict.value.upper()}"]
     if report.cases:
         lines.append(f"Score:      {sum(c.passed for c in report.cases)}/{len(report.cases)} cases")
+    for i, sentence in enumerate(report.diagnosis):
+        wrapped = textwrap.wrap(sentence, DIAGNOSIS_WIDTH, break_on_hyphens=False) or [""]
+        lines += [("Diagnosis:  " if i == 0 else "            ") + wrapped[0], *("            " + line for line in wrapped[1:])]
     lines.append("")
     if report.cases:
         header = f"{'case':34} {'family':16} {'dtype':7} {'shape':32} {'result':22} {'max abs':>8} {'max rel':>8} {'time':>6}"
@@ -100,6 +118,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "score": report.score,
         "max_score": 1.0,
         "message": report.message,
+        "diagnosis": report.diagnosis,
         "hints": report.hints,
         "submission": report.submission,
         "seed_id": report.seed_id,

@@ -58,6 +58,7 @@ class Spec:
     families: dict[str, Family]
     templates: tuple[CaseTemplate, ...]  # explicit cases, then each family's drawn ones
     policy: dict[str, Any]
+    known_mistakes: bool = True  # [diagnosis]: name a known mistake when the output matches one
 
     def tolerances(self, family: str, dtype: str) -> tuple[float, float]:
         """(tolerance on outputs, tolerance on gradients) for a case of this family and dtype."""
@@ -113,6 +114,7 @@ def parse_spec(data: dict[str, Any]) -> Spec:
         families=families,
         templates=_templates(families, data.get("cases", [])),
         policy=data.get("policy", {}),
+        known_mistakes=bool(data.get("diagnosis", {}).get("known_mistakes", True)),
     )
 
 

@@ -1,0 +1,67 @@
+"""Our own submissions judged in this process, the grader's way minus the sandbox and the guard.
+
+For tests and benchmarks of what the grader decides from the returned tensors (diagnosis, hints):
+fast enough to run every file of tests/submissions, or a function such as a wrong twin of the
+reference. The child's own code computes the replies, the judge's own code judges them. Never for
+hostile_* files (they attack whatever runs them).
+"""
+
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+from torch import Tensor
+
+from grader.cases import Case, make_cases, seed_public_id
+from grader.child.runner import _run_calls, load_submission
+from grader.diagnosis import diagnose
+from grader.expected import Expected, expected_for
+from grader.judge import judge_reply, overall
+from grader.report import hints
+from grader.results import CaseResult, Report, Verdict
+from grader.spec import Spec, load_spec
+
+SEED = "in-process"
+
+
+_DRAWN: dict[tuple[int, str, bool], tuple[Spec, list[tuple[Case, Expected]]]] = {}
+
+
+def cases_and_expected(spec: Spec, seed: str = SEED, public_only: bool = False) -> list[tuple[Case, Expected]]:
+    """The cases and their expected results, drawn once per spec, seed and selection."""
+    key = (id(spec), seed, public_only)
+    if key not in _DRAWN:  # the spec is kept with its entry, so its id is not reused
+        _DRAWN[key] = spec, [(case, expected_for(case)) for case in make_cases(spec, seed, public_only)]
+    return _DRAWN[key][1]
+
+
+@cache
+def entry_point(path: Path) -> Callable:
+    return load_submission(str(path)).mlm_forward_tied
+
+
+def judge(fn: Callable, spec: Spec, seed: str = SEED, public_only: bool = False) -> tuple[list[Case], list[CaseResult], dict[str, dict[str, Tensor]]]:
+    """Every case, as the grader judges it: the cases, their results, and the tensors returned
+    for each failing case."""
+    cases, results, received = [], [], {}
+    for case, expected in cases_and_expected(spec, seed, public_only):
+        result = CaseResult(case.name, case.family, case.dtype, case.public, case.shape_text())
+        reply, tensors = _run_calls(fn, *case.request(), "submission.py")
+        judge_reply(case, expected, reply, tensors, spec, result)
+        if not result.passed:
+            received[case.name] = tensors
+        cases.append(case)
+        results.append(result)
+    return cases, results, received
+
+
+def report(fn: Callable, spec: Spec | None = None, seed: str = SEED, public_only: bool = False) -> Report:
+    """The report grade() would give (verdict, cases, diagnosis, hints), timings and output aside."""
+    spec = spec or load_spec()
+    cases, results, received = judge(fn, spec, seed, public_only)
+    graded = Report(Verdict.GRADER_ERROR, "", "submission.py", seed_public_id(seed), "in-process", cases=results)
+    graded.verdict, graded.message = overall(results)
+    if graded.verdict == Verdict.WRONG_ANSWER:
+        graded.diagnosis = diagnose(cases, results, received, spec)
+    graded.hints = hints(graded, spec)
+    return graded
