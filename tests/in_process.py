@@ -6,6 +6,7 @@ reference. The child's own code computes the replies, the judge's own code judge
 hostile_* files (they attack whatever runs them).
 """
 
+import time
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -46,7 +47,9 @@ def judge(fn: Callable, spec: Spec, seed: str = SEED, public_only: bool = False)
     cases, results, received = [], [], {}
     for case, expected in cases_and_expected(spec, seed, public_only):
         result = CaseResult(case.name, case.family, case.dtype, case.public, case.shape_text())
+        started = time.perf_counter()
         reply, tensors = _run_calls(fn, *case.request(), "submission.py")
+        result.seconds = time.perf_counter() - started
         judge_reply(case, expected, reply, tensors, spec, result)
         if not result.passed:
             received[case.name] = tensors
