@@ -78,9 +78,9 @@ def main() -> None:
     print(f"  diagnosis finds exactly what is declared:     {count(exact, sorted(wrong))} files")
     others = sorted(set(wrong) - set(with_part) - set(with_twin))
     print(f"  files with neither a part nor a known mistake (named by a check or by precision): {', '.join(others) or '-'}")
-    misses = [s for s in wrong if exact[s] < seeds]
-    if misses:
-        print(f"  not exact on some seed: {', '.join(misses)}")
+    for label, scores, among in (("localised by the probes alone", localised, with_part), ("named", named, with_twin), ("exact", exact, sorted(wrong))):
+        if misses := [s for s in among if scores[s] < seeds]:
+            print(f"  not {label} on some seed: {', '.join(misses)}")
     ms = [1000 * s for s in wrong_seconds]
     print(f"\nTime of the diagnosis itself (in the grader, after the run): wrong files median {statistics.median(ms):.0f} ms, max {max(ms):.0f} ms;")
     print(f"  correct files max {1000 * max(correct_seconds):.3f} ms (nothing fails: nothing to diagnose)")

@@ -280,3 +280,11 @@ def test_the_command_line_reports_the_diagnosis_and_an_exam_spec_names_no_mistak
 def test_a_correct_file_gets_an_empty_diagnosis_in_json():
     report, status = grade_json(str(SUBMISSIONS / "accepted" / "plain_helpers.py"))
     assert status == 0 and report["diagnosis"] == []
+
+
+def test_a_result_on_another_device_is_said_so_and_nothing_else():
+    cases = load_spec_cases()
+    results = [CaseResult(c.name, c.family, c.dtype, c.public, c.shape_text(), status="passed") for c in cases]
+    results[0].status, results[0].check = Verdict.WRONG_ANSWER, "device"
+    finding = analyse(cases, results, {}, SPEC)
+    assert finding.keys() == {"device"} and finding.sentences[0].startswith("The result is not on the inputs' device")
