@@ -50,7 +50,7 @@ def main() -> None:
     with_part = sorted(stem for stem, (_, keys) in wrong.items() if keys & set(CONCLUSIONS))
     with_twin = sorted(stem for stem, (_, keys) in wrong.items() if keys & TWINS)
     localised, named, exact = {s: 0 for s in wrong}, {s: 0 for s in wrong}, {s: 0 for s in wrong}
-    wrong_seconds, correct_seconds, probe_share = [], [], []
+    wrong_seconds, correct_seconds, probe_seconds, probe_share = [], [], [], []
     for seed in range(seeds):
         seed_name = f"diagnosis-{seed}"
         for stem, (fn, keys) in wrong.items():
@@ -66,7 +66,8 @@ def main() -> None:
             assert not finding.sentences, "a correct file got a diagnosis"
             correct_seconds.append(seconds)
             # The probe cases' share of the time spent in the submission's two calls per case.
-            probe_share.append(sum(r.seconds for r in results if r.name in PROBES) / sum(r.seconds for r in results))
+            probe_seconds.append(sum(r.seconds for r in results if r.name in PROBES))
+            probe_share.append(probe_seconds[-1] / sum(r.seconds for r in results))
 
     def count(scores: dict[str, int], among: list[str]) -> str:
         full = sum(scores[s] == seeds for s in among)
@@ -84,7 +85,10 @@ def main() -> None:
     ms = [1000 * s for s in wrong_seconds]
     print(f"\nTime of the diagnosis itself (in the grader, after the run): wrong files median {statistics.median(ms):.0f} ms, max {max(ms):.0f} ms;")
     print(f"  correct files max {1000 * max(correct_seconds):.3f} ms (nothing fails: nothing to diagnose)")
-    print(f"Probe cases ({len(PROBES)} of {len(results)}): {100 * statistics.median(probe_share):.0f}% of a correct file's call time (median)")
+    print(
+        f"Probe cases ({len(PROBES)} of {len(results)}): {1000 * statistics.median(probe_seconds):.0f} ms of calls on a correct file, "
+        f"{100 * statistics.median(probe_share):.0f}% of its call time (medians)"
+    )
 
 
 if __name__ == "__main__":

@@ -434,7 +434,7 @@ class DetachedAttentionWeights(Twin):
 
 
 class DetachedResult(Twin):
-    name, what, gradient_only = "detached_result", "cut off from autograd (no gradient reaches any input)", True
+    name, what, gradient_only = "detached_result", "with its result cut off from autograd (no gradient reaches any input)", True
     fix = "keep the result on the autograd graph: no torch.no_grad(), .detach(), .numpy() or .item()"
 
     def __call__(self, *args: Tensor | int, **kwargs: Tensor | int) -> Tensor:
