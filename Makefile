@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: grade test lint bench container-test
+.PHONY: grade test lint bench container-test image gradescope
 
 $(VENV)/.runtime-installed: requirements.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed"'
@@ -33,3 +33,13 @@ bench: $(VENV)/.runtime-installed
 
 container-test: $(VENV)/.runtime-installed
 	$(PY) tests/container/check_container.py
+
+# The production image with docker or podman; OFFLINE=1 builds its Debian base locally (debootstrap)
+# where no registry can be reached.
+image:
+	$(PYTHON) deploy/image.py $(if $(OFFLINE),--offline)
+
+# The Gradescope autograder: make gradescope SEED_FILE=path/to/secret [GRADER_OPTIONS='--points 10'].
+# The zip holds the secret seed: keep it private (dist/ is not committed).
+gradescope:
+	@$(PYTHON) deploy/gradescope/build.py --seed-file="$(SEED_FILE)" --grader-options="$(GRADER_OPTIONS)" --out dist/gradescope-autograder.zip

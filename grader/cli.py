@@ -1,6 +1,8 @@
-"""Command line: python -m grader SUBMISSION [--public] [--json] [--seed S]."""
+"""Command line: python -m grader SUBMISSION [--public] [--format F] [--output FILE] [--seed S]."""
 
 import argparse
+import json
+import math
 import os
 import sys
 import traceback
@@ -11,13 +13,26 @@ import torch
 from grader import __version__
 from grader.cases import make_cases
 from grader.expected import expected_for
-from grader.isolation import IsolationUnavailable, choose_backend
+from grader.formats import FORMATS, PLATFORM_FORMATS, VISIBILITIES, Options, render
+from grader.formats.points import DEFAULT_POINTS
+from grader.isolation import IsolationUnavailable, choose_backend, scrub_secret
 from grader.judge import STRONG_BACKENDS, grade
-from grader.report import hints, render_json, render_text
+from grader.report import hints
 from grader.results import Report, Verdict
 from grader.spec import SPEC_PATH, Spec, load_spec
 
 EXIT_ACCEPTED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+
+
+def points_value(text: str) -> float:
+    """--points: a finite number of at least 0.01 (points are shared in hundredths)."""
+    try:
+        points = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(points) or points < 0.01:
+        raise argparse.ArgumentTypeError(f"must be a number of at least 0.01, not {text!r}")
+    return points
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -33,7 +48,42 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="write each public case (inputs, expected logits and gradients) to DIR/<case>.pt and exit; load one with torch.load(path, weights_only=True)",
     )
     parser.add_argument("--public", action="store_true", help="run only the public cases, with full diagnostics")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        help="the report's format: text (the table, default), json (the grader's own object), gradescope or prairielearn "
+        "(the platform's results.json), junit (XML for CI)",
+    )
+    parser.add_argument("--json", action="store_true", help="the same as --format json")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="write the report to FILE (replaced if it exists) instead of stdout; stdout then gets the text report, as a log",
+    )
+    parser.add_argument(
+        "--points",
+        type=points_value,
+        default=DEFAULT_POINTS,
+        metavar="P",
+        help=f"gradescope, prairielearn: the submission's points, shared among the cases by the spec's [scoring] table (default {DEFAULT_POINTS:g})",
+    )
+    parser.add_argument(
+        "--hidden-visibility",
+        choices=VISIBILITIES,
+        default="after_published",
+        help="gradescope: when students see the hidden cases' results (default after_published; public cases are always visible)",
+    )
+    parser.add_argument(
+        "--gradable-compile-errors",
+        action="store_true",
+        help="prairielearn: count compile_error and invalid_submission as graded attempts scoring 0 (default: gradable false, no attempt used)",
+    )
+    parser.add_argument(
+        "--allow-default-seed",
+        action="store_true",
+        help="let gradescope and prairielearn reports use the fixed local seed, which anyone can reproduce (they refuse without a secret seed)",
+    )
     parser.add_argument(
         "--seed",
         help="secret seed for the hidden cases (prefer the environment variable named in the spec, "
@@ -76,41 +126,147 @@ def save_public_cases(spec: Spec, folder: Path) -> int:
     return EXIT_ACCEPTED
 
 
+def write_atomically(path: Path, text: str) -> None:
+    """Write text to path so that a reader never sees half a report (a temporary file, then a rename)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    """Never a traceback: usage errors are one line on stderr (exit status 2); a fault of the grader
+    is a grader_error report in the requested format (exit status 2)."""
+    args = parse_args(argv)  # argparse exits with status 2 and a usage line on bad arguments
+    if args.json and args.format not in (None, "json"):
+        print(f"grader: --json means --format json; give one of --json and --format {args.format}", file=sys.stderr)
+        return EXIT_USAGE
+    fmt = "json" if args.json else args.format or "text"
+    try:
+        return _main(args, fmt)
+    except KeyboardInterrupt:
+        print("grader: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:  # noqa: BLE001 - a fault of the grader must never be blamed on the candidate
+        report = Report(Verdict.GRADER_ERROR, internal_error(error), str(args.submission), "", "")
+        return emit(report, fmt, None, args)
+
+
+def internal_error(error: BaseException) -> str:
+    """What a grader needs to report a fault of the grader: the exception and where it arose."""
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
+    return f"internal error of the grader (not the submission's fault): {type(error).__name__}: {error}{where}"
+
+
+def minimal_report(report: Report, fmt: str) -> str:
+    """A report that needs nothing that could fail: the grader's own JSON fields, or three lines of text."""
+    if fmt == "json":
+        keys = ("verdict", "message", "submission", "seed_id", "isolation")
+        return json.dumps({"score": 0.0, "max_score": 1.0, "cases": [], **{k: str(getattr(report, k)) for k in keys}}, indent=2)
+    return f"Submission: {report.submission}\nVerdict:    {report.verdict.value.upper()}\n\n{report.message}"
+
+
+def emit(report: Report, fmt: str, spec: Spec | None, args: argparse.Namespace) -> int:
+    """Print (or write to --output) the report in the requested format, and return the exit status.
+    If the report cannot be rendered, a grader_error report takes its place, in the same format
+    where possible."""
+    options = Options(
+        points=args.points,
+        hidden_visibility=args.hidden_visibility,
+        gradable_compile_errors=args.gradable_compile_errors,
+        verbose=args.verbose or args.public,
+    )
+    try:
+        if spec is None:
+            raise RuntimeError("the spec could not be read")
+        rendered = render(report, fmt, spec, options)
+        log = render(report, "text", spec, options) if args.output and fmt != "text" else None
+    except Exception as error:  # noqa: BLE001 - never a traceback, and never the candidate's fault
+        if report.verdict != Verdict.GRADER_ERROR:
+            report = Report(Verdict.GRADER_ERROR, internal_error(error), report.submission, report.seed_id, report.isolation)
+        try:
+            rendered = render(report, fmt, spec, options) if spec is not None else minimal_report(report, fmt)
+        except Exception:  # noqa: BLE001
+            rendered = minimal_report(report, fmt)
+        log = None
+    if args.output is None:
+        print(rendered)
+    else:
+        try:
+            write_atomically(args.output, rendered + "\n")
+        except OSError as error:
+            print(f"grader: cannot write the report to {args.output}: {error.strerror or error}", file=sys.stderr)
+            return EXIT_USAGE
+        if log is not None:
+            print(log)
+    if report.verdict == Verdict.GRADER_ERROR:
+        return EXIT_USAGE
+    return EXIT_ACCEPTED if report.verdict == Verdict.ACCEPTED else EXIT_REJECTED
+
+
+def _main(args: argparse.Namespace, fmt: str) -> int:
     try:
         spec = load_spec(args.spec.resolve())
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        print(f"grader: cannot use the spec file {args.spec}: {error}", file=sys.stderr)
+    except Exception as error:  # noqa: BLE001 - any fault of the file (TOML, missing keys, wrong types) is the operator's to fix
+        print(f"grader: cannot use the spec file {args.spec}: {type(error).__name__}: {error}", file=sys.stderr)
         return EXIT_USAGE
     if args.save_public:
-        return save_public_cases(spec, args.save_public)
+        try:
+            return save_public_cases(spec, args.save_public)
+        except OSError as error:
+            print(f"grader: cannot write the public cases to {args.save_public}: {error.strerror or error}", file=sys.stderr)
+            return EXIT_USAGE
     if args.submission is None:
         print("grader: a submission file is needed (or --save-public DIR)", file=sys.stderr)
         return EXIT_USAGE
-    if not args.submission.exists():
+    try:
+        found = args.submission.exists()
+    except OSError as error:  # e.g. a name too long, a folder that may not be searched
+        print(f"grader: cannot look at {args.submission}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_USAGE
+    if not found:
         print(f"grader: no such file: {args.submission}", file=sys.stderr)
         return EXIT_USAGE
+    # The secret seed leaves the environment and the command line before any process starts (the
+    # backend probes included), and auto never falls back to a backend that cannot keep it.
+    secret = args.seed if args.seed is not None else os.environ.get(spec.seed_env_var)
+    if secret == "":
+        given = "--seed is" if args.seed is not None else f"{spec.seed_env_var} is set but"
+        print(f"grader: {given} empty; give a secret seed, or leave it out to use the fixed local seed", file=sys.stderr)
+        return EXIT_USAGE
+    if secret is not None:
+        scrub_secret(spec.seed_env_var, secret)
     try:
-        backend = choose_backend(args.isolation)
+        backend = choose_backend(args.isolation, secret_seed=secret is not None)
     except IsolationUnavailable as error:
         print(f"grader: {error}", file=sys.stderr)
         return EXIT_USAGE
     if args.no_static_check and backend not in STRONG_BACKENDS:
         print(f"grader: --no-static-check needs bubblewrap or uid isolation (this run would use {backend})", file=sys.stderr)
         return EXIT_USAGE
-    seed = args.seed or os.environ.get(spec.seed_env_var) or spec.default_hidden_seed
+    if secret is not None and backend == "process":
+        print("grader: warning: --isolation process does not keep the secret seed from the submission (same user, no walls)", file=sys.stderr)
+    seed = secret or spec.default_hidden_seed
+    warnings = spec.seed_warnings(seed, public_only=args.public)
+    if warnings and fmt in PLATFORM_FORMATS and not args.allow_default_seed:
+        print(
+            f"grader: --format {fmt} grades for a course, so it needs a secret seed: set {spec.seed_env_var} (or --seed), "
+            "or pass --allow-default-seed to use the fixed local seed, which anyone can reproduce",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    for warning in warnings:
+        print(f"grader: warning: {warning}", file=sys.stderr)
     # The tensors are tiny: threads only add overhead, and spin against other graders on the host.
     torch.set_num_threads(1)
 
     try:
         report = grade(args.submission, spec, seed, public_only=args.public, backend=backend, static_check=not args.no_static_check)
         report.hints = hints(report, spec)
-    except Exception:  # noqa: BLE001 - a fault of the grader must never be blamed on the candidate
-        message = "internal error of the grader (not the submission's fault):\n" + traceback.format_exc()
-        report = Report(Verdict.GRADER_ERROR, message, str(args.submission), "", backend)
-
-    print(render_json(report) if args.json else render_text(report, spec, verbose=args.verbose or args.public))
-    if report.verdict == Verdict.GRADER_ERROR:
-        return EXIT_USAGE
-    return EXIT_ACCEPTED if report.verdict == Verdict.ACCEPTED else EXIT_REJECTED
+    except Exception as error:  # noqa: BLE001 - a fault of the grader must never be blamed on the candidate
+        report = Report(Verdict.GRADER_ERROR, internal_error(error), str(args.submission), "", backend)
+    report.warnings = warnings
+    return emit(report, fmt, spec, args)

@@ -71,6 +71,17 @@ def compare_values(expected: Tensor, got: Tensor, tolerance: float, show_values:
     return Closeness(False, max_abs, max_rel, "\n".join(lines))
 
 
+def error_to_tolerance(closeness: Closeness, tolerance: float) -> str:
+    """A failure as a hidden case may show it: only how far off the result is, relative to the
+    tolerance, at two significant digits. No index, value, count or max|expected|, which repeated
+    submissions against a fixed seed could read the hidden data from."""
+    if math.isinf(closeness.max_abs):
+        return "non-finite values returned (NaN and inf never pass); hidden case: only the size of the error is shown"
+    ratio = closeness.max_rel / tolerance
+    shown = "more than 1000x" if ratio > 1000 else f"{float(f'{ratio:.2g}'):g}x"
+    return f"error {shown} the tolerance; hidden case: only the size of the error is shown"
+
+
 def bitwise_equal(a: Tensor, b: Tensor) -> bool:
     """True when a and b have the same dtype, shape and bytes (so -0.0 differs from 0.0)."""
     if a.dtype != b.dtype or a.shape != b.shape:

@@ -1,6 +1,7 @@
 """What a wrong answer gets wrong, in a sentence or two, most likely first (deciding only: no I/O).
 
-Everything here runs in the grader, on the raw tensors the child returned for its failing cases:
+Everything here runs in the grader, on what the child returned for its failing cases (the checked
+reply and the tensors the grader kept: an output of the wrong shape or dtype is described, not kept):
 - checks that are not about numbers (type, dtype, device, inputs changed in place) say so;
 - float64 results that are all float32 numbers mean the computation ran in float32;
 - known mistakes: when a failing case's output matches, within the case's tolerance, a known wrong
@@ -23,6 +24,7 @@ from grader.compare import bitwise_equal, compare_values
 from grader.results import CaseResult, Verdict
 from grader.spec import Spec
 
+Received = dict[str, tuple[dict[str, Any], dict[str, Tensor]]]  # case name -> (reply, tensors), failing cases only
 PROBE_FAMILY = "probes"
 VALUE_CHECKS = ("values", "shape")  # checks where the logits are wrong
 NUMERIC_CHECKS = (*VALUE_CHECKS, "gradient")
@@ -94,7 +96,15 @@ PRECISION = (
 class Failure:
     case: Case
     result: CaseResult
-    tensors: dict[str, Tensor]  # what the child returned: output, grad_<input>, after_<input>
+    reply: dict[str, Any]  # the child's checked reply: "output" describes the result (type, shape, dtype, device)
+    tensors: dict[str, Tensor]  # the tensors kept: output, grad_<input>, after_<input>
+
+    @property
+    def shape(self) -> tuple[int, ...] | None:
+        """The shape of the returned tensor, from its description (the tensor itself is not kept
+        when the shape is wrong)."""
+        shape = self.reply.get("output", {}).get("shape")
+        return tuple(shape) if isinstance(shape, list) else None
 
 
 @dataclass(frozen=True)
@@ -110,20 +120,20 @@ class Finding:
         return {*self.checks, *(["precision"] if self.precision else []), *filter(None, (self.mistake, self.part))}
 
 
-def diagnose(cases: list[Case], results: list[CaseResult], received: dict[str, dict[str, Tensor]], spec: Spec) -> list[str]:
+def diagnose(cases: list[Case], results: list[CaseResult], received: Received, spec: Spec) -> list[str]:
     """The diagnosis of a wrong answer: one or two short sentences, most likely first. `received`
-    maps the name of each failing case to the raw tensors the child returned for it."""
+    maps the name of each failing case to the child's reply and the tensors kept from it."""
     return analyse(cases, results, received, spec).sentences
 
 
-def analyse(cases: list[Case], results: list[CaseResult], received: dict[str, dict[str, Tensor]], spec: Spec) -> Finding:
+def analyse(cases: list[Case], results: list[CaseResult], received: Received, spec: Spec) -> Finding:
     by_name = {case.name: case for case in cases}
-    failures = [Failure(by_name[r.name], r, received.get(r.name, {})) for r in results if r.status == Verdict.WRONG_ANSWER and r.name in by_name]
+    failures = [Failure(by_name[r.name], r, *received.get(r.name, ({}, {}))) for r in results if r.status == Verdict.WRONG_ANSWER and r.name in by_name]
     if not failures:
         return Finding([])
     checks = {check: sentence for check in ("type", "dtype", "device", "inputs") if (sentence := _check_sentence(check, failures))}
     sentences = [checks[check] for check in checks if check != "inputs"]
-    numeric = [f for f in failures if f.result.check in NUMERIC_CHECKS and _is_float(f.tensors.get("output"))]
+    numeric = [f for f in failures if f.result.check in NUMERIC_CHECKS and (_is_float(f.tensors.get("output")) or f.shape is not None)]
 
     precision = _float32_precision(numeric)
     if precision:
@@ -204,13 +214,12 @@ def _shape_part(failures: list[Failure]) -> str | None:
     """A result of the wrong shape says by itself which part is wrong: the number of rows is the
     selection's, the number of columns the head's."""
     for f in failures:
-        out = f.tensors.get("output")
-        if f.result.check != "shape" or out is None or out.dim() != 2:
+        if f.result.check != "shape" or f.shape is None or len(f.shape) != 2:
             continue
         m, v = f.case.grad_output.shape
-        if out.shape[1] != v:
+        if f.shape[1] != v:
             return "head_columns"
-        if out.shape[0] != m:
+        if f.shape[0] != m:
             return "selection"
     return None
 
@@ -224,8 +233,8 @@ def _check_sentence(check: str, failures: list[Failure]) -> str | None:
         return "The result is not a torch.Tensor: return the logits tensor itself (not a NumPy array, a list or a subclass of torch.Tensor)."
     if check == "dtype":
         f = failed[0]
-        out = f.tensors.get("output")
-        got = f" ({str(out.dtype).removeprefix('torch.')} for {f.case.dtype} inputs)" if out is not None else ""
+        dtype = f.reply.get("output", {}).get("dtype")
+        got = f" ({dtype} for {f.case.dtype} inputs)" if isinstance(dtype, str) else ""
         return f"The result's dtype is not the inputs' dtype{got}: return the logits in w_emb's dtype (no .double(), .float() or .to() on the result)."
     if check == "device":
         return "The result is not on the inputs' device: return it where the inputs are (no .to() or .cuda())."
@@ -249,7 +258,7 @@ def _is_float(t: Any) -> bool:
 def _float32_precision(numeric: list[Failure]) -> bool:
     """True when every failing float64 case returned logits that are all float32 numbers (and
     some are not zero): no float64 computation gives that."""
-    wide = [f.tensors["output"] for f in numeric if f.case.dtype == "float64" and f.result.check == "values"]
+    wide = [f.tensors["output"] for f in numeric if f.case.dtype == "float64" and f.result.check == "values" and _is_float(f.tensors.get("output"))]
     if not wide:
         return False
     for out in wide:
@@ -273,49 +282,58 @@ def _name_mistake(numeric: list[Failure], spec: Spec) -> tuple[str, str] | None:
     for twin in MISTAKES:
         if twin.gradient_only == values_fail:  # right logits cannot explain wrong ones, and the reverse
             continue
-        matches, gradients_left = [], GRADIENT_CASES
+        matches, gradients_left = set(), GRADIENT_CASES
         for f in numeric:  # stops at the first case the twin does not explain
             compare = gradients_left > 0 and all(_is_float(f.tensors.get(f"grad_{name}")) for name in DIFFERENTIABLE_INPUTS)
             match = _explains(twin, f, spec, compare)
             if match is None:
                 break
             gradients_left -= compare
-            matches.append(match)
+            matches.add(match)
         else:
-            if all(matches):
-                return twin.name, _mistake_sentence(twin, gradients_match=True, values_fail=values_fail)
-            fallback = fallback or twin
+            if LOGITS_ONLY not in matches:
+                return twin.name, _mistake_sentence(twin, matches, values_fail)
+            fallback = fallback or (twin, matches)
     if fallback:
-        return fallback.name, _mistake_sentence(fallback, gradients_match=False, values_fail=values_fail)
+        return fallback[0].name, _mistake_sentence(*fallback, values_fail)
     return None
 
 
-def _mistake_sentence(twin: Any, gradients_match: bool, values_fail: bool) -> str:
+# How far a twin explains one failing case.
+EXPLAINED = "explained"  # the logits (and the gradients, where compared) match
+SHAPE_ONLY = "shape"  # a result of the wrong shape, not kept: the twin's result has that shape
+LOGITS_ONLY = "logits"  # the logits match, the gradients do not
+
+
+def _mistake_sentence(twin: Any, matches: set[str], values_fail: bool) -> str:
     if not values_fail:
         return f"Your logits are right and your gradients match the reference {twin.what}: {twin.fix}."
-    if gradients_match:
-        return f"Your logits match the reference {twin.what}: {twin.fix}."
-    return (
-        f"Your logits match the reference {twin.what} ({twin.fix}), but your gradients differ from that variant's: "
-        "something else is wrong too, perhaps a step cut off from autograd."
-    )
+    if LOGITS_ONLY in matches:
+        return (
+            f"Your logits match the reference {twin.what} ({twin.fix}), but your gradients differ from that variant's: "
+            "something else is wrong too, perhaps a step cut off from autograd."
+        )
+    if matches == {SHAPE_ONLY}:
+        return f"Your results have the shape of the reference {twin.what}: {twin.fix}."
+    return f"Your logits match the reference {twin.what}: {twin.fix}."
 
 
-def _explains(twin: Any, f: Failure, spec: Spec, compare_gradients: bool) -> bool | None:
-    """None when the twin does not explain this failing case; True when it explains the logits and,
-    if compared, the gradients; False when it explains the logits but not the gradients."""
+def _explains(twin: Any, f: Failure, spec: Spec, compare_gradients: bool) -> str | None:
+    """How far the twin explains this failing case (EXPLAINED, SHAPE_ONLY, LOGITS_ONLY), or None."""
     tolerance, gradient_tolerance = spec.tolerances(f.case.family, f.case.dtype)
     if f.result.check in VALUE_CHECKS:
         with torch.no_grad():
             output = twin(**_inputs(twin, f.case), num_heads=f.case.num_heads)
+        if not _is_float(f.tensors.get("output")):  # not kept: only its description is left
+            return SHAPE_ONLY if tuple(output.shape) == f.shape else None
         if not _close(output, f.tensors["output"], tolerance):
             return None
     if not compare_gradients:
-        return True
+        return EXPLAINED
     gradients_match = all(_close(want, f.tensors[f"grad_{name}"], gradient_tolerance) for name, want in _twin_grads(twin, f.case).items())
     if f.result.check == "gradient":  # the logits are right: the gradients are all the twin can explain
-        return True if gradients_match else None
-    return gradients_match
+        return EXPLAINED if gradients_match else None
+    return EXPLAINED if gradients_match else LOGITS_ONLY
 
 
 def _inputs(twin: Any, case: Case) -> dict[str, Tensor]:

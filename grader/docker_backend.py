@@ -100,23 +100,21 @@ class DockerChild(Child):
             f"docker (container from {RUNNER_IMAGE}: no network, read-only root, user mlm-runner, no capabilities; "
             f"memory {limits.memory_mib} MiB, pids {isolation.PIDS_MAX}, 1 CPU; rlimits)"
         )
-        self._threads = [
+        self.start_threads(
             threading.Thread(target=self._accept_and_read, daemon=True),
             threading.Thread(target=self._follow_logs, args=(True, self.stdout), daemon=True),
             threading.Thread(target=self._follow_logs, args=(False, self.stderr), daemon=True),
-        ]
-        for thread in self._threads:
-            thread.start()
+        )
 
     def _accept_and_read(self) -> None:
         try:
             connection, _ = self.listener.accept()
         except OSError:  # the container never connected: it ended, or start-up timed out
-            self._frames.put(None)
+            self._deliver(None)
             self.connected.set()
             return
         self.connection = connection
-        self.requests = connection.makefile("wb")
+        self.request_fd = connection.fileno()
         self.connected.set()
         self._read_frames(connection.makefile("rb"))
 
@@ -127,11 +125,15 @@ class DockerChild(Child):
         except DockerException:
             pass
 
-    def send(self, message, tensors=None) -> None:
+    def send(self, message, tensors=None, deadline=None) -> None:
         self.connected.wait(self.limits.startup_seconds)
-        if not hasattr(self, "requests"):
+        if not hasattr(self, "connection"):
             raise ChildGone()
-        super().send(message, tensors)
+        super().send(message, tensors, deadline)
+
+    def _write_some(self, data: memoryview) -> int:
+        # The socket also carries the replies, read by a blocking reader: only this send may not block.
+        return self.connection.send(data, socket.MSG_DONTWAIT)
 
     def kill(self) -> None:
         try:

@@ -1,26 +1,44 @@
 """The walls around the child: an isolation backend, rlimits and a cgroup.
 
 Backends, strongest first:
-- bubblewrap: new user, pid, network, ipc, uts and mount namespaces; the child sees only the
-  system libraries, the Python runtime and its site-packages (read-only), the child-side code and
-  the submission (read-only) and a private, size-capped /tmp; no capabilities; a cleared
-  environment; it dies with the grader. The repository, the reference and the seed are not there.
-- uid: the child runs as a separate unprivileged user (mlm-runner, else nobody) through `setpriv`,
-  with every capability dropped and no_new_privs; it cannot read what that user may not read
-  (the container image keeps /app, the reference and the grader, from it) nor signal the grader.
-  This is the backend inside a container, where bubblewrap may not create namespaces: the
-  container is then the outer wall.
+- bubblewrap: new user, pid, network, ipc, uts and mount namespaces (no further user namespaces
+  inside); the child sees only the system libraries, the Python runtime and its site-packages
+  (read-only), the child-side code and the submission (read-only). Every writable place is sized:
+  a private /tmp and /dev/shm; the root, /dev and everything bound are read-only. No capabilities,
+  a cleared environment, a seccomp filter, and it dies with the grader. The repository, the
+  reference and the seed are not there.
+- uid: the child runs as the dedicated unprivileged user mlm-runner through `setpriv`, with every
+  capability dropped and no_new_privs; it cannot read what that user may not read (the container
+  image keeps /app, the reference and the grader, from it) nor signal the grader. This is the
+  backend inside a container, where bubblewrap may not create namespaces: the container is then
+  the outer wall. There is no fallback to a shared user such as nobody: see "Ending a run" below.
 - process: a separate process with a cleared environment and its own session; a network
-  namespace when `unshare` works; no file-system isolation. Used only when neither can run.
+  namespace when `unshare` works; no file-system isolation and not a security boundary (the
+  child is the grader's user). Used only when neither can run, and never silently for a secret seed.
 
-Both get rlimits (CPU, address space, file size, open files, no core files) and, where the grader
+All get rlimits (CPU, address space, file size, open files, no core files) and, where the grader
 may create one, a cgroup (memory and number of processes: limits that hold even for root). The
 rlimits and the cgroup are applied in the forked child before it executes anything, so every
 process it starts inherits them. Under bubblewrap a seccomp filter (pyseccomp, where the system's
-libseccomp is present) is a further layer: no internet sockets, no ptrace.
+libseccomp is present) is a further layer: sockets of the AF_UNIX family only; no ptrace, no
+reading other processes' memory, and none of the kernel interfaces a computation never needs
+(see DENIED_CALLS).
+
+Ending a run. A run's processes are ended by its cgroup where there is one (nothing can leave it
+without privileges), else by its process group; under bubblewrap, also by the pid namespace. A
+process of the uid backend can leave its process group and session (setsid after a double fork),
+and without a cgroup nothing else marks it as the run's: it would outlive the run and could
+tamper with the next run of the same user (read its files, open its channel through /proc). So
+after a run every process of the runner user is killed: the user is dedicated to the grader
+(never nobody, whose processes belong to others) and a grader process holds it exclusively (an
+flock, waited for by other graders) from its first child until it exits, so every process of that
+user belongs to the run being ended. Gradings under the uid backend are therefore serialised per
+runner user; give each concurrent grader its own runner user, or use bubblewrap.
 """
 
+import ctypes
 import errno
+import fcntl
 import functools
 import os
 import pwd
@@ -42,10 +60,13 @@ from grader.spec import Limits
 MIB = 1 << 20
 SANDBOX_KIT = "/sandbox/kit"
 SANDBOX_SUBMISSION = "/sandbox/submission"
-TMPFS_MIB = 64
+TMPFS_MIB = 64  # the private /tmp
+SHM_MIB = 16  # the private /dev/shm (POSIX semaphores and shared memory)
 PIDS_MAX = 64
-UNPRIVILEGED_ID = 65534  # "nobody" inside the user namespace
-RUNNER_USERS = ("mlm-runner", "nobody")  # the uid backend runs the child as the first that exists
+UNPRIVILEGED_ID = 65534  # "nobody" inside the user namespace (bubblewrap maps it to the grader's uid)
+RUNNER_USER = "mlm-runner"  # the uid backend's user: dedicated to the grader, see "Ending a run"
+CREATE_RUNNER_USER = f"useradd --system --no-create-home --shell /usr/sbin/nologin {RUNNER_USER}"
+RUNNER_LOCK_DIR = Path("/tmp")  # where graders sharing a runner user meet to take turns
 
 
 class IsolationUnavailable(Exception):
@@ -63,64 +84,145 @@ class Layout:
 
 @functools.cache
 def bubblewrap_works() -> bool:
-    """Whether bwrap exists and may create namespaces here (inside many containers it may not)."""
+    """Whether bwrap exists, knows every option we use (0.8 or newer) and may create namespaces
+    here (inside many containers it may not): the real sandbox runs `true`."""
     if shutil.which("bwrap") is None:
         return False
-    probe = ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"]
-    try:
-        return subprocess.run(probe, capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+    with tempfile.TemporaryDirectory(prefix="mlm-grader-probe-") as folder:
+        kit, submission = Path(folder, "kit"), Path(folder, "submission")
+        kit.mkdir()
+        submission.mkdir()
+        try:
+            return subprocess.run(bubblewrap_command(["true"], kit, submission), capture_output=True, timeout=10).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False
 
 
 @functools.cache
 def runner_ids() -> tuple[int, int] | None:
-    """(uid, gid) of the user the uid backend runs the child as, if one exists."""
-    for name in RUNNER_USERS:
-        try:
-            entry = pwd.getpwnam(name)
-        except KeyError:
-            continue
-        return entry.pw_uid, entry.pw_gid
-    return None
+    """(uid, gid) of the dedicated runner user, if it exists. Never another user: after a run every
+    process of this user is killed, which would end other people's processes under a shared one."""
+    try:
+        entry = pwd.getpwnam(RUNNER_USER)
+    except KeyError:
+        return None
+    if entry.pw_uid in (0, UNPRIVILEGED_ID) or entry.pw_uid == os.getuid():
+        return None  # root, nobody or ourselves: not a separate, dedicated user
+    return entry.pw_uid, entry.pw_gid
+
+
+_runner_lock: int | None = None  # the descriptor whose flock holds the runner user for this process
+
+
+def hold_runner_user(uid: int) -> None:
+    """Hold the runner user for this process until it exits, waiting while another grader holds
+    it, so that every process of that user belongs to this process's runs (see "Ending a run")."""
+    global _runner_lock
+    if _runner_lock is not None:
+        return
+    path = RUNNER_LOCK_DIR / f"mlm-grader-runner-{uid}.lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as error:
+        raise IsolationUnavailable(f"cannot open the runner user's lock file {path}: {error.strerror}; remove it if it is not a grader's") from None
+    if os.fstat(fd).st_uid != os.geteuid():  # anyone else's file could be held to stop us, or shared with them
+        os.close(fd)
+        raise IsolationUnavailable(f"the runner user's lock file {path} belongs to another user; remove it")
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    _runner_lock = fd
 
 
 def uid_command(command: list[str]) -> list[str]:
-    """Run `command` as the runner user with no capabilities left and no way to gain any."""
+    """Run `command` as the runner user with no capabilities left and no way to gain any. Holds the
+    runner user for this process first (hold_runner_user)."""
     uid, gid = runner_ids()
+    hold_runner_user(uid)
     drop = ["--inh-caps=-all", "--ambient-caps=-all", "--no-new-privs"]
     return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *drop, "--", *command]
 
 
 @functools.cache
-def uid_separation_works() -> bool:
-    """Whether we may switch to the runner user and it can run this interpreter (it cannot where
-    the interpreter lives in a private home directory)."""
-    if runner_ids() is None or runner_ids()[0] == os.getuid() or shutil.which("setpriv") is None:
-        return False
-    probe = uid_command([sys.executable, "-I", "-S", "-c", "pass"])
+def uid_problem() -> str | None:
+    """Why the uid backend cannot run here, or None when it can: the runner user must exist, we
+    must be able to switch to it, and it must be able to run this interpreter (it cannot where the
+    interpreter lives in a private home directory)."""
+    if runner_ids() is None:
+        return f"it needs the dedicated user {RUNNER_USER} (create it as root: {CREATE_RUNNER_USER}; the container has it)"
+    if shutil.which("setpriv") is None:
+        return "it needs setpriv (util-linux)"
     try:
-        return subprocess.run(probe, capture_output=True, timeout=10, cwd="/").returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+        probe = uid_command([sys.executable, "-I", "-S", "-c", "pass"])
+        result = subprocess.run(probe, capture_output=True, timeout=10, cwd="/")
+    except IsolationUnavailable as error:
+        return str(error)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"setpriv could not start ({error})"
+    if result.returncode != 0:
+        return (
+            f"{RUNNER_USER} cannot run {sys.executable} (setpriv needs the setuid and setgid capabilities, "
+            f"and the interpreter must be readable by {RUNNER_USER})"
+        )
+    return None
+
+
+def uid_separation_works() -> bool:
+    return uid_problem() is None
+
+
+def _real_and_saved_uids(pid: str) -> set[int]:
+    """The real, effective and saved uids of a process that is not a zombie (a zombie is ended
+    already, and waits only for its parent); empty when it is gone. Read from its status, not from
+    the owner of its /proc files, which a process that makes itself non-dumpable turns into root."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return set()
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    if fields.get("State", "").split()[:1] == ["Z"]:
+        return set()
+    return {int(value) for value in fields.get("Uid", "").split()[:3]}
 
 
 def kill_processes_of(uid: int) -> None:
-    """SIGKILL every process of `uid` (the runner user belongs to one grading at a time)."""
-    for _ in range(50):
-        found = False
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                if entry.stat().st_uid == uid:
-                    found = True
-                    os.kill(int(entry.name), signal.SIGKILL)
-            except (OSError, ProcessLookupError):
-                pass
+    """SIGKILL every process of the runner user `uid`, the only user whose processes may all be
+    killed: it is dedicated to the grader and held by this process (see "Ending a run"). Catches
+    the processes that left the run's process group and session."""
+    if runner_ids() is None or uid != runner_ids()[0] or _runner_lock is None:
+        raise ValueError(f"refusing to kill the processes of uid {uid}: only those of {RUNNER_USER}, held by this grader, may all be killed")
+    for _ in range(100):
+        found = [int(pid) for pid in os.listdir("/proc") if pid.isdigit() and uid in _real_and_saved_uids(pid)]
         if not found:
             return
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:  # gone meanwhile
+                pass
         time.sleep(0.01)
+
+
+def scrub_secret(env_var: str, secret: str) -> None:
+    """Remove a secret from what other processes can read of this one: the environment variable
+    `env_var` and any command-line argument holding `secret` (`--seed S`, `--seed=S`).
+    /proc/<pid>/environ and /proc/<pid>/cmdline show the strings the kernel placed at the top of the
+    stack when the process started, which os.environ.pop() and unsetenv() leave in place, so the
+    bytes are overwritten there, in this process's own memory. Call it before any child starts."""
+    os.environ.pop(env_var, None)  # also unsetenv(): children no longer inherit it
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        arg_start, arg_end, env_start, env_end = (int(f) for f in fields[45:49])  # fields 48 to 51 of proc(5)
+    except (OSError, ValueError):  # not Linux, or a kernel older than 3.5: nothing there to scrub
+        return
+    secret_bytes = os.fsencode(secret)
+    for start, end, holds_secret in (
+        (env_start, env_end, lambda entry: entry.startswith(os.fsencode(env_var) + b"=")),
+        (arg_start, arg_end, lambda entry: entry == secret_bytes or (entry.startswith(b"--") and entry.endswith(b"=" + secret_bytes))),
+    ):
+        offset = 0
+        for entry in ctypes.string_at(start, end - start).split(b"\0"):
+            if entry and holds_secret(entry):
+                ctypes.memset(start + offset, 0, len(entry))
+            offset += len(entry) + 1
 
 
 @functools.cache
@@ -154,17 +256,39 @@ def _python_binds() -> list[str]:
     return args
 
 
+# Refused with EPERM under bubblewrap: calls a computation never makes, each a way out of the
+# sandbox or into the kernel's least-travelled code. None is made by importing torch or grading.
+DENIED_CALLS = (
+    # other processes' memory and descriptors
+    "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "pidfd_getfd", "kcmp",
+    # namespaces, mounts and the root (bwrap --disable-userns also stops nested user namespaces)
+    "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "mount_setattr",
+    "fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "open_by_handle_at", "name_to_handle_at",
+    # kernel keyrings, BPF, perf, userfaultfd, io_uring (each with a history of privilege escalations)
+    "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    # the machine itself
+    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "reboot",
+    "swapon", "swapoff", "acct", "quotactl", "syslog", "iopl", "ioperm",
+)  # fmt: skip
+
+
 @functools.cache
 def seccomp_program() -> bytes | None:
-    """A BPF program refusing internet sockets and ptrace, or None without pyseccomp/libseccomp."""
+    """A BPF program allowing sockets of the AF_UNIX family only (socket and socketpair of any other
+    family: EACCES) and refusing DENIED_CALLS (EPERM), or None without pyseccomp/libseccomp.
+    Syscalls of another architecture (32-bit calls on x86_64) kill the process: libseccomp's default."""
     try:
         import pyseccomp as seccomp
 
         rules = seccomp.SyscallFilter(defaction=seccomp.ALLOW)
-        for family in (socket.AF_INET, socket.AF_INET6):
-            rules.add_rule(seccomp.ERRNO(errno.EACCES), "socket", seccomp.Arg(0, seccomp.EQ, family))
-        for call in ("ptrace", "process_vm_readv", "process_vm_writev"):
-            rules.add_rule(seccomp.ERRNO(errno.EPERM), call)
+        for call in ("socket", "socketpair"):  # "not AF_UNIX" rather than a list of families: new ones stay closed
+            rules.add_rule(seccomp.ERRNO(errno.EACCES), call, seccomp.Arg(0, seccomp.NE, socket.AF_UNIX))
+        for call in DENIED_CALLS:
+            try:
+                rules.add_rule(seccomp.ERRNO(errno.EPERM), call)
+            except OSError:  # a call this libseccomp or architecture does not know
+                pass
         with tempfile.TemporaryFile() as program:
             rules.export_bpf(program)
             program.seek(0)
@@ -185,11 +309,14 @@ def seccomp_fd() -> int | None:
 
 
 def bubblewrap_command(command: list[str], kit: Path, submission_dir: Path, seccomp: int | None = None) -> list[str]:
-    """`command` inside the sandbox; it finds the kit and the submission at SANDBOX_KIT and SANDBOX_SUBMISSION."""
+    """`command` inside the sandbox; it finds the kit and the submission at SANDBOX_KIT and SANDBOX_SUBMISSION.
+    Writable there: /tmp (TMPFS_MIB) and /dev/shm (SHM_MIB), nothing else."""
     filters = ["--seccomp", str(seccomp)] if seccomp is not None else []
     wrapper = [
         "bwrap",
-        "--unshare-all",  # user, ipc, pid, net, uts, cgroup namespaces
+        "--unshare-all",  # ipc, pid, net, uts, cgroup namespaces, and user where it may
+        "--unshare-user",  # insist on it: --disable-userns needs it
+        "--disable-userns",  # no nested user namespace, where the child would hold every capability
         "--die-with-parent",
         "--new-session",
         "--cap-drop", "ALL",
@@ -201,10 +328,16 @@ def bubblewrap_command(command: list[str], kit: Path, submission_dir: Path, secc
         "--tmpfs", "/tmp",
         "--proc", "/proc",
         "--dev", "/dev",
+        "--size", str(SHM_MIB * MIB),
+        "--tmpfs", "/dev/shm",
         *_system_binds(),
         *_python_binds(),
         "--ro-bind", str(kit), SANDBOX_KIT,
         "--ro-bind", str(submission_dir), SANDBOX_SUBMISSION,
+        # Last, once every mount point exists: the tmpfs that bwrap builds the root from, and the
+        # one under /dev, have no size; read-only, they hold nothing. /tmp and /dev/shm stay writable.
+        "--remount-ro", "/dev",
+        "--remount-ro", "/",
         "--chdir", "/tmp",
         *filters,
         "--",
@@ -213,7 +346,8 @@ def bubblewrap_command(command: list[str], kit: Path, submission_dir: Path, secc
 
 
 class Cgroup:
-    """A memory + pids cgroup for one child (cgroup v1 controllers, or the v2 unified tree)."""
+    """A memory + pids cgroup for one child (cgroup v1 controllers, or the v2 unified tree), with
+    the CPU time of all its processes counted (v1 cpuacct where it can be had, v2 cpu.stat)."""
 
     V1 = Path("/sys/fs/cgroup")
 
@@ -228,12 +362,18 @@ class Cgroup:
             (self.memory / "memory.max").write_text(str(limits.memory_mib * MIB))
             (self.memory / "memory.swap.max").write_text("0")
             (self.pids / "pids.max").write_text(str(PIDS_MAX))
+            self.cpu: Path | None = self.memory
         else:
             self.memory, self.pids = self.V1 / "memory" / name, self.V1 / "pids" / name
             self._make(self.memory)
             self._make(self.pids)
             (self.memory / "memory.limit_in_bytes").write_text(str(limits.memory_mib * MIB))
             (self.pids / "pids.max").write_text(str(PIDS_MAX))
+            self.cpu = self.V1 / "cpuacct" / name
+            try:
+                self._make(self.cpu)
+            except OSError:  # no cpuacct hierarchy: the process tree is polled instead
+                self.cpu = None
         self.v2 = unified.exists()
 
     def _make(self, path: Path) -> None:
@@ -282,6 +422,17 @@ class Cgroup:
     def pids_limit_hits(self) -> int:
         return self._counter(self.pids / "pids.events", "max")
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time used by every process that was ever in the cgroup, or None where not counted."""
+        if self.cpu is None:
+            return None
+        try:
+            if self.v2:
+                return self._counter(self.cpu / "cpu.stat", "usage_usec") / 1e6
+            return int((self.cpu / "cpuacct.usage").read_text()) / 1e9
+        except (OSError, ValueError):
+            return None
+
     def processes(self) -> set[int]:
         found = set()
         for d in self.dirs:
@@ -315,6 +466,37 @@ class Cgroup:
                     time.sleep(0.01)
 
 
+def process_tree_cpu_seconds(root: int, seen: dict[tuple[int, int], float]) -> float:
+    """CPU time of a process tree, without a cgroup: `root`, its descendants and every process of
+    their sessions, polled from /proc. Two lower bounds, the larger returned: the live processes'
+    own time plus what they reaped, and the own time of every process ever seen (`seen`, kept by
+    the caller between polls, keyed by pid and start time) for those that died between polls."""
+    table = {}  # pid -> (ppid, session, start, own ticks, reaped children's ticks)
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            table[int(entry.name)] = (int(fields[1]), int(fields[3]), int(fields[19]), int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14]))
+        except (OSError, IndexError, ValueError):  # ended while we looked
+            continue
+    members = {root} if root in table else set()
+    while True:
+        sessions = {table[pid][1] for pid in members}
+        grown = members | {pid for pid, (ppid, session, *_) in table.items() if ppid in members or session in sessions}
+        if grown == members:
+            break
+        members = grown
+    ticks = os.sysconf("SC_CLK_TCK")
+    live = 0
+    for pid in members:
+        _, _, start, own, reaped = table[pid]
+        live += own + reaped
+        seen[(pid, start)] = max(seen.get((pid, start), 0), own)
+    return max(live, sum(seen.values())) / ticks
+
+
 def apply_limits_in_child(limits: Limits, cgroup_files: list[str], max_processes: int | None) -> None:
     """Runs in the forked child before exec (subprocess preexec_fn): join the cgroup, set rlimits.
     Only system calls here: no imports, no threads, no allocation-heavy work."""
@@ -330,18 +512,23 @@ def apply_limits_in_child(limits: Limits, cgroup_files: list[str], max_processes
         resource.setrlimit(resource.RLIMIT_NPROC, (max_processes, max_processes))
 
 
-def choose_backend(requested: str) -> str:
+def choose_backend(requested: str, secret_seed: bool = False) -> str:
     """'auto' picks the strongest backend that works here; 'strict' refuses the plain process
-    backend; a backend's name insists on it."""
+    backend; a backend's name insists on it. With a secret seed, 'auto' refuses rather than fall
+    back to the process backend, which cannot keep the seed from the submission."""
     probes = {"bubblewrap": bubblewrap_works, "uid": uid_separation_works}  # strongest first
     if requested in ("auto", "strict"):
         for name, works in probes.items():
             if works():  # later probes are not run once one works
                 return name
+        walls = f"bubblewrap 0.8 or newer with permission to create namespaces (apt-get install bubblewrap), or the uid backend ({uid_problem()})"
         if requested == "strict":
+            raise IsolationUnavailable(f"--isolation strict needs {walls}; neither works here")
+        if secret_seed:
             raise IsolationUnavailable(
-                "--isolation strict needs bubblewrap with permission to create namespaces (apt-get install bubblewrap), "
-                "or a runner user to switch to (mlm-runner or nobody, with setpriv); neither works here"
+                f"a secret seed is set, and no isolation that keeps it from the submission works here: it needs {walls}. "
+                "Install bubblewrap, grade in the grader's container (see README.md), or use --isolation docker; "
+                "--isolation process grades anyway, without protecting the seed"
             )
         return "process"
     if requested == "process" or (requested in probes and probes[requested]()):
@@ -354,22 +541,30 @@ def choose_backend(requested: str) -> str:
         if problem := docker_works():
             raise IsolationUnavailable(f"--isolation docker: {problem}")
         return "docker"
-    if requested in ("bubblewrap", "uid"):
-        raise IsolationUnavailable(f"the {requested} backend does not work here")
+    if requested == "bubblewrap":
+        raise IsolationUnavailable("the bubblewrap backend does not work here: it needs bwrap 0.8 or newer with permission to create namespaces")
+    if requested == "uid":
+        raise IsolationUnavailable(f"the uid backend does not work here: {uid_problem()}")
     raise IsolationUnavailable(f"unknown isolation level {requested!r}")
 
 
 def describe(backend: str, cgroup: "Cgroup | None", limits: Limits) -> str:
     """One line for every report: what the child was walled in by."""
     if backend == "bubblewrap":
-        walls = f"bubblewrap (user, pid, net, ipc, uts, mount namespaces; read-only runtime; private {TMPFS_MIB} MiB /tmp)"
+        walls = (
+            "bubblewrap (user, pid, net, ipc, uts, mount namespaces, no nested user namespace; read-only root and runtime; "
+            f"writable only a private {TMPFS_MIB} MiB /tmp and {SHM_MIB} MiB /dev/shm)"
+        )
         if seccomp_program() is not None:
-            walls += "; seccomp (no internet sockets, no ptrace)"
+            walls += (
+                "; seccomp (sockets of the AF_UNIX family only; no ptrace or other processes' memory, no namespaces or mounts, "
+                "no keyrings, bpf, perf events, userfaultfd, io_uring or kernel modules)"
+            )
     elif backend == "uid":
         network = "network namespace" if unshare_net_works() else "the container's network"
-        walls = f"uid (separate user {runner_ids()[0]}, no capabilities; {network}; the container is the outer wall)"
+        walls = f"uid (the dedicated user {RUNNER_USER}, uid {runner_ids()[0]}, no capabilities; {network}; the container is the outer wall)"
     else:
         network = "network namespace" if unshare_net_works() else "shared network"
-        walls = f"process ({network}; same user; no file-system isolation)"
+        walls = f"process ({network}; same user; no file-system isolation: not a security boundary, a secret seed is not protected)"
     groups = f"cgroup memory {limits.memory_mib} MiB, pids {PIDS_MAX}" if cgroup else "no cgroup"
     return f"{walls}; {groups}; rlimits"

@@ -5,6 +5,7 @@ child returned. The child never sees expected values, the reference or the secre
 """
 
 import ast
+import codecs
 import stat
 import tempfile
 import time
@@ -13,13 +14,14 @@ from typing import Any
 
 from torch import Tensor
 
-from grader import isolation, policy
+from grader import isolation, policy, protocol
 from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, Case, make_cases, seed_public_id
-from grader.compare import bitwise_equal, compare_values
-from grader.diagnosis import diagnose
+from grader.compare import bitwise_equal, compare_values, error_to_tolerance
+from grader.diagnosis import Received, diagnose
 from grader.expected import Expected, expected_for
+from grader.protocol import ProtocolError, need
 from grader.results import NOT_RUN, PASSED, CaseResult, Report, Verdict
-from grader.sandbox import Child, ChildGone, ChildProtocolError, ChildTimeout, Exit, ProcessChild
+from grader.sandbox import Child, ChildGone, ChildTimeout, Exit, ProcessChild
 from grader.spec import Limits, Spec
 
 STRONG_BACKENDS = ("bubblewrap", "uid")  # the walls that hold without the static check
@@ -52,11 +54,15 @@ def read_source(path: Path, limit: int) -> tuple[bytes, ast.Module]:
         raise reject(f"cannot be read ({error.strerror})") from None
     if len(source) > limit:
         raise reject(f"the file is over the limit of {limit} bytes")
+    # A UTF-8 byte-order mark (some editors write one) is not part of the code; Python accepts it
+    # when it imports the file, so the bytes for the child keep it.
+    bom = len(codecs.BOM_UTF8) if source.startswith(codecs.BOM_UTF8) else 0
     try:
-        text = source.decode("utf-8")
+        text = source[bom:].decode("utf-8")
     except UnicodeDecodeError as error:
-        line = source[: error.start].count(b"\n") + 1
-        raise reject(f"line {line}: the file is not valid UTF-8 (byte {source[error.start]:#04x} at offset {error.start})") from None
+        offset = bom + error.start
+        line = source[:offset].count(b"\n") + 1
+        raise reject(f"line {line}: the file is not valid UTF-8 (byte {source[offset]:#04x} at offset {offset})") from None
     try:
         tree = ast.parse(text, filename=path.name)
     except SyntaxError as error:
@@ -65,11 +71,16 @@ def read_source(path: Path, limit: int) -> tuple[bytes, ast.Module]:
         raise reject(f"syntax error at {where}: {error.msg}{shown}") from None
     except ValueError as error:  # e.g. NUL bytes
         raise reject(f"cannot be parsed: {error}") from None
+    except (RecursionError, MemoryError):  # the parser's own limits, on pathological nesting
+        raise reject("too deeply nested to parse (an expression or block nested thousands of levels deep); split it into smaller statements") from None
     return source, tree
 
 
 def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: dict[str, Tensor], spec: Spec, result: CaseResult) -> None:
-    """Fill in result's status, failed check and message from the child's reply and raw tensors."""
+    """Fill in result's status, failed check and message from the child's reply and raw tensors
+    (both checked by grader/protocol.py). Raises ProtocolError when a tensor the next check needs
+    is missing. A hidden case's result tells only how far off it is, relative to the tolerance:
+    no index, value or count that repeated submissions could read the hidden data from."""
 
     def fail(status: str, check: str, message: str) -> None:
         result.status, result.check, result.message = status, check, message
@@ -85,28 +96,32 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
     m, v = expected.output.shape
     if out.get("type") != "torch.Tensor":
         return fail(Verdict.WRONG_ANSWER, "type", f"returned a {out.get('type')}; expected a torch.Tensor (exactly, not a subclass)")
-    if out["shape"] != [m, v]:
-        return fail(Verdict.WRONG_ANSWER, "shape", f"returned shape {tuple(out['shape'])}; expected (M, vocab_size) = ({m}, {v})")
-    if out["dtype"] != case.dtype:
-        return fail(Verdict.WRONG_ANSWER, "dtype", f"returned dtype {out['dtype']}; expected {case.dtype}, the dtype of the float inputs")
-    if out["device"] != "cpu":
-        return fail(Verdict.WRONG_ANSWER, "device", f"returned a tensor on {out['device']}; expected it on cpu, where the inputs are")
+    if out.get("shape") != [m, v]:
+        return fail(Verdict.WRONG_ANSWER, "shape", f"returned shape {tuple(out.get('shape', ()))}; expected (M, vocab_size) = ({m}, {v})")
+    if out.get("dtype") != case.dtype:
+        return fail(Verdict.WRONG_ANSWER, "dtype", f"returned dtype {out.get('dtype')}; expected {case.dtype}, the dtype of the float inputs")
+    if out.get("device") != "cpu":
+        return fail(Verdict.WRONG_ANSWER, "device", f"returned a tensor on {out.get('device')}; expected it on cpu, where the inputs are")
 
+    detailed = case.public or spec.hidden_case_details
     tolerance, gradient_tolerance = spec.tolerances(case.family, case.dtype)
-    values = compare_values(expected.output, tensors["output"], tolerance, show_values=case.public)
-    result.max_abs, result.max_rel = values.max_abs, values.max_rel
+    values = compare_values(expected.output, need(tensors, "output"), tolerance, show_values=case.public)
+    if detailed:
+        result.max_abs, result.max_rel = values.max_abs, values.max_rel
     if not values.passed:
-        return fail(Verdict.WRONG_ANSWER, "values", "the logits are not close to the expected ones\n" + values.message)
+        explained = values.message if detailed else error_to_tolerance(values, tolerance)
+        return fail(Verdict.WRONG_ANSWER, "values", "the logits are not close to the expected ones\n" + explained)
 
-    changed = [name for name in INPUT_NAMES if not bitwise_equal(case.inputs[name], tensors[f"after_{name}"])]
+    changed = [name for name in INPUT_NAMES if not bitwise_equal(case.inputs[name], need(tensors, f"after_{name}"))]
     if changed:
         return fail(Verdict.WRONG_ANSWER, "inputs", f"modified its input {', '.join(changed)} in place; inputs must be left unchanged")
 
     for name in DIFFERENTIABLE_INPUTS:
-        grad = compare_values(expected.grads[name], tensors[f"grad_{name}"], gradient_tolerance, show_values=case.public)
+        grad = compare_values(expected.grads[name], need(tensors, f"grad_{name}"), gradient_tolerance, show_values=case.public)
         if not grad.passed:
             cut = "" if reply.get("differentiable") else " (the result does not require grad: it is cut off from the inputs' autograd graph)"
-            return fail(Verdict.WRONG_ANSWER, "gradient", f"the gradient reaching {name} is wrong{cut}\n{grad.message}")
+            explained = grad.message if detailed else error_to_tolerance(grad, gradient_tolerance)
+            return fail(Verdict.WRONG_ANSWER, "gradient", f"the gradient reaching {name} is wrong{cut}\n{explained}")
     result.status = PASSED
 
 
@@ -115,6 +130,10 @@ def classify_exit(exit: Exit, limits: Limits, during: str) -> tuple[Verdict, str
     name = exit.signal_name
     if exit.oom_kills:
         return Verdict.MEMORY_LIMIT_EXCEEDED, f"used more than {limits.memory_mib} MiB of memory {during} (killed at the limit)"
+    if exit.limit == "cpu":
+        return Verdict.TIME_LIMIT_EXCEEDED, f"used more than {limits.cpu_seconds} s of CPU time, all processes together, {during}"
+    if exit.limit == "total":
+        return Verdict.TIME_LIMIT_EXCEEDED, TOTAL_LIMIT.format(limits.total_seconds) + f" {during}"
     if name == "SIGXCPU" or (name == "SIGKILL" and not exit.killed_by_grader and exit.cpu_seconds >= limits.cpu_seconds):
         return Verdict.TIME_LIMIT_EXCEEDED, f"used more than {limits.cpu_seconds} s of CPU time {during}"
     if name == "SIGXFSZ":
@@ -125,17 +144,22 @@ def classify_exit(exit: Exit, limits: Limits, during: str) -> tuple[Verdict, str
     return Verdict.RUNTIME_ERROR, f"the process exited with status {exit.returncode} {during}{note} (exit() or os._exit() in the submission?)"
 
 
+TOTAL_LIMIT = "the run reached its total limit of {:g} s of wall time"
+MALFORMED = "the submission's process sent malformed data on the grader's channel: "
+
+
 def _startup(child: Child, limits: Limits) -> tuple[Verdict, str] | None:
     """None when the child has loaded the submission and found the entry point; else why not."""
     try:
-        child.send({"kind": "start"})
-        reply, _ = child.receive(limits.startup_seconds)
-    except ChildTimeout:
+        reply, _ = child.request({"kind": "start"}, None, protocol.STARTUP, limits.startup_seconds)
+    except ChildTimeout as timeout:
+        if timeout.limit == "total":
+            return Verdict.TIME_LIMIT_EXCEEDED, TOTAL_LIMIT.format(limits.total_seconds) + " while loading the submission"
         return Verdict.TIME_LIMIT_EXCEEDED, f"loading the submission took longer than {limits.startup_seconds:g} s (work at import time?)"
     except ChildGone:
         return classify_exit(child.exit(), limits, "while loading the submission")
-    except ChildProtocolError as error:
-        return Verdict.RUNTIME_ERROR, f"the submission's process sent malformed data on the grader's channel: {error}"
+    except ProtocolError as error:
+        return Verdict.RUNTIME_ERROR, MALFORMED + str(error)
     if reply["kind"] == "import_failed":
         status = Verdict.MEMORY_LIMIT_EXCEEDED if reply.get("memory") else Verdict.RUNTIME_ERROR
         return status, "importing the submission failed:\n" + reply["error"].rstrip()
@@ -144,8 +168,17 @@ def _startup(child: Child, limits: Limits) -> tuple[Verdict, str] | None:
     return None
 
 
-def _run_cases(child: Child, cases: list[Case], results: list[CaseResult], spec: Spec, received: dict[str, dict[str, Tensor]]) -> None:
-    """Runs the cases in order; the raw tensors of each failing case go to `received` (for the diagnosis)."""
+def _case_timeout(timeout: ChildTimeout, limits: Limits) -> str:
+    if timeout.limit == "total":
+        return TOTAL_LIMIT.format(limits.total_seconds)
+    if timeout.limit == "write":
+        # The grader cannot tell a child that will not read from one too busy to: the case's time ran out.
+        return f"did not read the case's input within {limits.case_seconds:g} s (the limit for one case): the process stopped reading the grader's requests"
+    return f"did not finish within {limits.case_seconds:g} s (the limit for one case)"
+
+
+def _run_cases(child: Child, cases: list[Case], results: list[CaseResult], spec: Spec, received: Received) -> None:
+    """Runs the cases in order; what the child returned for each failing case goes to `received` (for the diagnosis)."""
     expected = [expected_for(case) for case in cases]  # while the child is still importing torch
     limits = spec.limits
     problem = _startup(child, limits)
@@ -157,24 +190,22 @@ def _run_cases(child: Child, cases: list[Case], results: list[CaseResult], spec:
         started = time.monotonic()
         during = f"during case {case.name}"
         try:
-            child.send(*case.request())
-            reply, tensors = child.receive(limits.case_seconds)
-        except ChildTimeout:
-            result.status, result.check = Verdict.TIME_LIMIT_EXCEEDED, "time"
-            result.message = f"did not finish within {limits.case_seconds:g} s (the limit for one case)"
+            reply, tensors = child.request(*case.request(), protocol.expect_result(case), limits.case_seconds)
+            result.seconds = time.monotonic() - started
+            judge_reply(case, exp, reply, tensors, spec, result)
+            if not result.passed:
+                received[case.name] = reply, tensors
+        except ChildTimeout as timeout:
+            result.status, result.check, result.message = Verdict.TIME_LIMIT_EXCEEDED, "time", _case_timeout(timeout, limits)
             return
         except ChildGone:
             result.status, result.message = classify_exit(child.exit(), limits, during)
             result.check = "process"
             return
-        except ChildProtocolError as error:
-            result.status, result.check = Verdict.RUNTIME_ERROR, "process"
-            result.message = f"the submission's process sent malformed data on the grader's channel: {error}"
+        except ProtocolError as error:
+            child.kill()
+            result.status, result.check, result.message = Verdict.RUNTIME_ERROR, "process", MALFORMED + str(error)
             return
-        result.seconds = time.monotonic() - started
-        judge_reply(case, exp, reply, tensors, spec, result)
-        if not result.passed:
-            received[case.name] = tensors
 
 
 def overall(results: list[CaseResult]) -> tuple[Verdict, str]:
@@ -207,7 +238,7 @@ def grade(path: Path, spec: Spec, hidden_seed: str, public_only: bool = False, b
     backend = backend or isolation.choose_backend("auto")
     report = Report(Verdict.GRADER_ERROR, "", str(path), seed_public_id(hidden_seed), backend)
     cases: list[Case] = []
-    received: dict[str, dict[str, Tensor]] = {}  # case name -> what the child returned, failing cases only
+    received: Received = {}  # case name -> what the child returned, failing cases only
     try:
         source, tree = read_source(path, spec.limits.source_bytes)
     except Rejection as rejection:

@@ -1,18 +1,40 @@
 """Static forbidden-API check: reads the syntax tree (never imports or runs the submission) and
 reports every violation at once, with its line, column, source text and what to do instead.
 
-Names are resolved through imports and simple aliases (`import torch as t`, `from torch import
-softmax as s`, `F = torch.nn.functional`), so a forbidden function is found under any name given
-to it in the file. What no static check can see (names built at run time) is refused as a
-construct (`getattr` with a computed name, `eval`, dunder access) and watched at run time by the
-guard in grader/child/guard.py.
+It allows rather than forbids. Every attribute name a file uses (`x.name`, `getattr(x, "name")`,
+`from m import name`, the attributes of a class pattern in `match`) must be on an allow-list built
+from the installed torch and numpy: the public, non-module attributes of the allowed modules and of
+the objects they return (tensors, arrays, dtypes, generators, Python's containers and numbers),
+less the forbidden functions and attributes of the spec; or an attribute the file defines itself
+(a method, a class attribute, a dataclass field, `self.x = ...`). A module is reached only by a
+dotted path the check can follow from an import (`torch.linalg`), and only if it is an allowed one;
+a module is never used as a value (kept in a list, passed or returned), so an object the check
+cannot identify is never a module.
+
+Where a name is an alias of a module path (`import torch as t`, `from torch import linalg`,
+`F = torch.nn.functional`, bound that way only), the path is followed on the real objects, so
+`torch.os`, `typing.sys` and `t.nn.functional.gelu` are refused for what they are. Elsewhere (an
+attribute of a tensor, of a call's result, of something kept in a list) only the name is known,
+and it must be allowed on some allowed object. What no static check can see (names built at run
+time) is refused as a construct (`getattr` with a computed name, `eval`, special names, classes
+built from a dict of names by `type()`, a metaclass, `make_dataclass` or the functional API of
+enum) and watched at run time by the guard in grader/child/guard.py.
+
+The syntax tree is walked with an explicit stack, so a long generated expression cannot exhaust
+Python's recursion limit.
 """
 
 import ast
+import enum
+import fnmatch
 import importlib
 import inspect
+import re
+import types
+import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 ADVICE = {
@@ -22,6 +44,24 @@ ADVICE = {
     "attention": "write the attention yourself: q @ k^T / sqrt(d_head), your softmax, then @ v",
     "transformer": "write the encoder block yourself from matmuls and your own helpers",
 }
+SEE_RULES = "use the public API of torch and numpy, or attributes your file defines (see the Rules in the statement)"
+MODULE = ("a module", "")  # the refusal of a module-valued attribute; its message names every place it is found
+ENUM_FUNCTIONAL = {"names", "module", "qualname", "type", "start", "boundary"}  # Enum("E", names, ...)
+MODULE_ADVICE = "import an allowed module and use its public functions (torch.linalg.norm, numpy.random.default_rng)"
+
+# Python's own types, whose public attributes a submission may use (str.join, dict.items, slice.start).
+BUILTIN_TYPES: tuple[type, ...] = (
+    str, bytes, bytearray, list, tuple, dict, set, frozenset, int, float, complex, bool, slice, range,
+    property, BaseException, type({}.keys()), type({}.values()), type({}.items()),
+)  # fmt: skip
+# Python's machinery. Its attributes (f_back, f_globals, gi_frame, tb_frame, ...) lead from any
+# generator or exception into the grader's own code, so they stay refused even where a file
+# defines an attribute of the same name.
+MACHINERY_TYPES: tuple[type, ...] = (
+    types.FrameType, types.CodeType, types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType,
+    types.TracebackType, types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.ModuleType,
+    types.CellType, types.MappingProxyType, types.SimpleNamespace, type, super, classmethod, staticmethod,
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -44,201 +84,730 @@ def advice_for(name: str) -> str:
     return "implement it from torch's elementary operations"
 
 
-@cache
-def _is_module(path: str) -> bool:
-    """Whether a dotted attribute path of torch or numpy names a module (torch.os, numpy.sys)."""
-    root, *rest = path.split(".")
-    try:
-        obj: Any = importlib.import_module(root)
-        for part in rest:
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError):
-        return False
-    return inspect.ismodule(obj)
+def is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
 
-class Checker(ast.NodeVisitor):
-    def __init__(self, source: str, policy: dict[str, Any]) -> None:
-        self.source = source
-        self.policy = policy
-        self.aliases: dict[str, str] = {}  # local name -> dotted path of what it stands for
-        self.violations: list[Violation] = []
-        self.forbidden_functions = set(policy["forbidden_functions"])
-        self.own_names: set[str] = set()  # names the file binds itself (they shadow built-ins)
+# -- the allow-list ---------------------------------------------------------------------------------
 
-    # -- helpers ------------------------------------------------------------------------------
-    def flag(self, node: ast.AST, rule: str, advice: str) -> None:
-        text = ast.get_source_segment(self.source, node) or ast.unparse(node)
-        text = text if len(text) <= 80 else text[:77] + "..."
-        self.violations.append(Violation(node.lineno, node.col_offset + 1, text, rule, advice))
 
-    def resolve(self, node: ast.AST) -> str | None:
-        """Dotted path of a Name/Attribute chain rooted at an imported module, else None."""
-        if isinstance(node, ast.Name):
-            return self.aliases.get(node.id)
-        if isinstance(node, ast.Attribute):
-            base = self.resolve(node.value)
-            return f"{base}.{node.attr}" if base else None
-        if isinstance(node, ast.Call) and self._literal_getattr(node):
-            base = self.resolve(node.args[0])
-            return f"{base}.{node.args[1].value}" if base else None
-        return None
+@dataclass(frozen=True)
+class AllowList:
+    modules: dict[str, types.ModuleType]  # allowed import or submodule path -> the module
+    members: dict[Any, frozenset[str]]  # allowed module or type -> the attribute names allowed on it
+    names: frozenset[str]  # allowed on an object the check cannot identify
+    excluded: dict[str, tuple[str, str]]  # a name found on an allowed object but refused -> (rule, advice)
+    reserved: frozenset[str]  # refused names a file cannot allow by defining an attribute of that name
 
-    def _literal_getattr(self, node: ast.Call) -> bool:
-        return (
-            isinstance(node.func, ast.Name)
-            and node.func.id in self.policy["attribute_builtins"]
-            and len(node.args) >= 2
-            and isinstance(node.args[1], ast.Constant)
-            and isinstance(node.args[1].value, str)
+
+@dataclass(frozen=True)
+class Rules:
+    """The spec's [policy] lists the check needs, hashable so the allow-list is built once."""
+
+    allowed_imports: tuple[str, ...]
+    allowed_submodules: tuple[str, ...]
+    forbidden_functions: tuple[str, ...]
+    forbidden_operators: tuple[str, ...]
+    forbidden_attributes: tuple[str, ...]
+
+    @staticmethod
+    def of(policy: dict[str, Any]) -> "Rules":
+        return Rules(
+            *(tuple(policy[key]) for key in ("allowed_imports", "allowed_submodules", "forbidden_functions", "forbidden_operators", "forbidden_attributes"))
         )
 
-    def check_path(self, node: ast.AST, path: str) -> bool:
-        """Flag a resolved torch/numpy path that leads to forbidden functionality. True if flagged."""
-        parts = path.split(".")
-        if parts[0] not in ("torch", "numpy"):
-            if path in self.policy["forbidden_attributes"]:
-                self.flag(node, f"{path} is forbidden (it reaches attributes by a computed name)", "write the attribute or method directly")
+    @cached_property
+    def _operators(self) -> re.Pattern[str]:
+        return re.compile("|".join(fnmatch.translate(p) for p in self.forbidden_operators) or "(?!)")
+
+    @cached_property
+    def _attributes(self) -> re.Pattern[str]:
+        return re.compile("|".join(fnmatch.translate(p) for p in self.forbidden_attributes) or "(?!)")
+
+    def builtin_function(self, name: str) -> bool:
+        """softmax, layer_norm, batch_norm_stats, ...: functionality the candidate writes."""
+        return name in self.forbidden_functions or self._operators.match(name) is not None
+
+    @cached_property
+    def _last_parts(self) -> re.Pattern[str]:
+        return re.compile("|".join(fnmatch.translate(p.rpartition(".")[2]) for p in self.forbidden_attributes) or "(?!)")
+
+    def forbidden_path(self, path: str) -> bool:
+        return self._attributes.match(path) is not None
+
+    def path_dependent(self, name: str) -> bool:
+        """Whether a pattern of forbidden_attributes may refuse this name on some objects only."""
+        return self._last_parts.match(name) is not None
+
+
+def _is_internal(value: Any) -> bool:
+    """torch's TorchScript and dispatcher classes (pybind11 types and their instances) and its
+    operator objects: not tensor API, and ways to reach operators or compilers."""
+    meta = type(value) if isinstance(value, type) else type(type(value))
+    return meta.__name__ == "pybind11_type" or type(value).__module__.startswith("torch._ops")
+
+
+def _returned_objects(modules: dict[str, types.ModuleType]) -> list[Any]:
+    """Objects the allowed modules return whose types are not among their public attributes."""
+    found: list[Any] = []
+    if "torch" in modules:
+        import torch
+
+        found += [v for n, v in vars(torch.return_types).items() if not n.startswith("_") and inspect.isclass(v)]
+        found += [torch.finfo(torch.float32), torch.iinfo(torch.int64)]
+    if "numpy" in modules:
+        import numpy
+
+        linalg_results = getattr(getattr(numpy.linalg, "_linalg", None), "__dict__", {})
+        found += [v for n, v in linalg_results.items() if n.endswith("Result") and inspect.isclass(v)]
+        array = numpy.zeros(1)
+        found += [numpy.finfo(numpy.float64), numpy.iinfo(numpy.int64), array.flags, array.flat]
+    if "functools" in modules:
+        import functools
+
+        found.append(type(functools.lru_cache(len)))  # cache_clear, cache_info
+    return found
+
+
+class _Builder:
+    def __init__(self, rules: Rules) -> None:
+        self.rules = rules
+        self.module_paths = set(rules.allowed_imports) | set(rules.allowed_submodules)
+        self.members: dict[Any, set[str]] = {}
+        self.values: set[str] = set()  # names allowed somewhere, holding something other than a module
+        self.module_names: dict[str, list[str]] = {}  # name -> where it holds a module
+        self.other_names: set[str] = set()  # public names that hold something else somewhere
+        self.seen: set[str] = set()  # every name, private ones too
+        self.excluded: dict[str, tuple[str, str]] = {}
+        self.memo: dict[tuple[str, type], tuple[str, str] | None] = {}
+
+    def refusal(self, path: str, name: str, value: Any) -> tuple[str, str] | None:
+        """Why public attribute `name` (holding value) of the object at `path` is refused, or None."""
+        if isinstance(value, types.ModuleType) or self.rules.path_dependent(name):
+            return self._refusal(path, name, value)
+        key = (name, type(value))  # otherwise the answer depends on these alone (classes share many)
+        if key not in self.memo:
+            self.memo[key] = self._refusal(path, name, value)
+        return self.memo[key]
+
+    def _refusal(self, path: str, name: str, value: Any) -> tuple[str, str] | None:
+        full = f"{path}.{name}"
+        if self.rules.builtin_function(name):
+            return f".{name} is forbidden (built-in {name})", advice_for(name)
+        if self.rules.forbidden_path(full):
+            return f"{name} is forbidden ({full} reaches files, compilers, code or operators by name)", "use tensor operations only"
+        if isinstance(value, types.ModuleType):
+            return None if full in self.module_paths and value.__name__ == full else MODULE
+        if _is_internal(value):
+            return f"{name} is part of torch's TorchScript and dispatcher internals ({full}), not of its tensor API", "use tensor operations only"
+        return None
+
+    def scan(self, owner: Any, path: str, items: Iterable[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        """Record which of owner's public attributes are allowed; return those (name, value) pairs."""
+        allowed = self.members.setdefault(owner, set())
+        kept = []
+        for name, value in items:
+            if isinstance(value, types.ModuleType):
+                self.module_names.setdefault(name, []).append(f"{path}.{name}")
+            else:
+                self.other_names.add(name)
+            why = self.refusal(path, name, value)
+            if why is None:
+                allowed.add(name)
+                kept.append((name, value))
+                if not isinstance(value, types.ModuleType):  # allowed submodules: by their dotted path only
+                    self.values.add(name)
+            elif why is not MODULE:
+                self.excluded.setdefault(name, why)
+        return kept
+
+    def public(self, names: Iterable[str]) -> list[str]:
+        """The public names; every name, private ones too, is remembered as seen."""
+        names = list(names)
+        self.seen.update(names)
+        return [name for name in names if not name.startswith("_")]
+
+    def scan_type(self, cls: type, path: str, instance: Any = None) -> None:
+        subject = cls if instance is None else instance
+        if instance is None and cls in self.members:
+            return
+        items = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # deprecated attributes warn when read
+            for name in self.public(dir(subject)):
+                try:
+                    items.append((name, getattr(subject, name)))
+                except Exception:  # a descriptor that needs an instance
+                    continue
+        self.scan(cls, path, items)
+
+    def build(self) -> AllowList:
+        modules: dict[str, types.ModuleType] = {}
+        for path in [*self.rules.allowed_imports, *self.rules.allowed_submodules]:
+            try:
+                modules[path] = importlib.import_module(path)
+            except ImportError:
+                continue
+        classes: list[tuple[type, str]] = []
+        for path, module in modules.items():
+            namespace = vars(module)
+            kept = self.scan(module, path, [(name, namespace[name]) for name in self.public(namespace)])
+            classes += [(value, f"{path}.{name}") for name, value in kept if inspect.isclass(value)]
+        for cls, path in classes:
+            self.scan_type(cls, path)
+        for cls in BUILTIN_TYPES:
+            self.scan_type(cls, cls.__name__)
+        for obj in _returned_objects(modules):
+            if inspect.isclass(obj):
+                self.scan_type(obj, f"{obj.__module__}.{obj.__qualname__}")
+            else:
+                self.scan_type(type(obj), f"{type(obj).__module__}.{type(obj).__qualname__}", instance=obj)
+
+        # An object the check cannot identify is never a module (modules are used by name only),
+        # so every allowed name that holds something else may be used on it.
+        names = self.values
+        for name, paths in self.module_names.items():
+            where = ", ".join(paths[:3]) + (", ..." if len(paths) > 3 else "")
+            if all(path in self.module_paths for path in paths):
+                why = f"{name} is a module ({where}), used only by its dotted path from an import", MODULE_ADVICE
+            else:
+                why = f"{name} is a module ({where}); the allowed modules offer their functions, not the modules they import", MODULE_ADVICE
+            self.excluded.setdefault(name, why)
+        machinery = {n for cls in MACHINERY_TYPES for n in dir(cls)} - names
+        for name in sorted(machinery):
+            why = f"{name} is an attribute of Python's machinery (frames, code, generators), which leads into the grader's own code"
+            self.excluded[name] = why, SEE_RULES
+        # A file's own attribute of a refused name would let that name through on any object: not
+        # for the machinery, private names or forbidden attributes. (Names of modules only are
+        # harmless there, and own methods called softmax are fine: the runtime guard sees the built-in.)
+        module_only = self.module_names.keys() - self.other_names
+        reserved = {n for n in self.seen - names - module_only if not self.rules.builtin_function(n)} | machinery
+        return AllowList(
+            modules=modules,
+            members={owner: frozenset(found) for owner, found in self.members.items()},
+            names=frozenset(names),
+            excluded={n: why for n, why in self.excluded.items() if n not in names},
+            reserved=frozenset(reserved),
+        )
+
+
+@cache
+def _allow_list(rules: Rules) -> AllowList:
+    return _Builder(rules).build()
+
+
+def allow_list(policy: dict[str, Any]) -> AllowList:
+    """The allow-list for this policy, built once per process from the installed modules."""
+    return _allow_list(Rules.of(policy))
+
+
+def _attribute(obj: Any, name: str) -> Any:
+    """obj.name for a name on the allow-list (a module's own entry: no lazy imports)."""
+    try:
+        return vars(obj)[name] if isinstance(obj, types.ModuleType) else getattr(obj, name)
+    except Exception:
+        return None
+
+
+def _missing(obj: Any, name: str) -> bool:
+    """Whether obj surely has no attribute `name`, even one made on demand (a module's or class's
+    __getattr__), so that using it can only raise an error."""
+    if isinstance(obj, types.ModuleType):
+        return name not in vars(obj) and "__getattr__" not in vars(obj)
+    owner = obj if isinstance(obj, type) else type(obj)
+    on_demand = any("__getattr__" in vars(cls) for cls in (*owner.__mro__, *type(owner).__mro__))
+    return not on_demand and inspect.getattr_static(obj, name, _missing) is _missing
+
+
+# -- what the file defines ----------------------------------------------------------------------------
+
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _class_body_names(node: ast.ClassDef) -> set[str]:
+    """Names a class body binds (methods, nested classes, class attributes, dataclass fields)."""
+    names: set[str] = set()
+    stack: list[ast.AST] = list(node.body)
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(item.name)
+            continue
+        if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Store):
+            names.add(item.id)
+        if not isinstance(item, SCOPES):
+            stack.extend(ast.iter_child_nodes(item))
+    return names
+
+
+def _field_names(call: ast.Call) -> set[str]:
+    """namedtuple("P", "a b") / NamedTuple("P", [("a", int)]): the field names given as strings."""
+    names: set[str] = set()
+    for arg in call.args[1:2]:
+        for node in ast.walk(arg):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                names |= {n for n in node.value.replace(",", " ").split() if n.isidentifier()}
+    return names
+
+
+@dataclass
+class Survey:
+    bound: set[str]  # every name the file binds (shadows a built-in of that name)
+    attributes: set[str]  # attribute names the file defines
+    aliases: dict[str, str]  # name -> the dotted module path it stands for, everywhere in the file
+    alias_values: set[int]  # ids of the values assigned to those names (t = torch: the `torch`)
+    conflicts: dict[str, str]  # name bound by an import and also to something else -> what it imports
+    annotations: set[int]  # ids of the nodes inside annotations
+
+
+def _chain(node: ast.AST) -> tuple[ast.AST, list[tuple[str, ast.AST]]]:
+    """(base, [(name, node), ...] innermost first) for x.a.b and getattr(x, "a").b."""
+    steps: list[tuple[str, ast.AST]] = []
+    while True:
+        if isinstance(node, ast.Attribute):
+            steps.append((node.attr, node))
+            node = node.value
+        elif _plain_getattr(node):
+            assert isinstance(node, ast.Call)
+            steps.append((node.args[1].value, node))  # type: ignore[attr-defined]
+            node = node.args[0]
+        else:
+            break
+    steps.reverse()
+    return node, steps
+
+
+def _literal_name(node: ast.Call) -> bool:
+    return len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+
+
+def _plain_getattr(node: ast.AST) -> bool:
+    """getattr(obj, "name") with two arguments: the same as obj.name."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) == 2
+        and not node.keywords
+        and _literal_name(node)
+    )
+
+
+def _survey(tree: ast.Module) -> Survey:
+    bound: set[str] = set()
+    attributes: set[str] = set()
+    annotations: set[int] = set()
+    bindings: dict[str, list[str | ast.AST | None]] = {}  # name -> import path, assigned value, or None (anything else)
+
+    def bind(name: str, how: str | ast.AST | None) -> None:
+        bound.add(name)
+        bindings.setdefault(name, []).append(how)
+
+    simple_targets: set[int] = set()
+    for node in ast.walk(tree):  # breadth first: an assignment comes before its targets
+        if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+            for target in node.targets:
+                simple_targets.add(id(target))
+                bind(target.id, node.value)  # type: ignore[attr-defined]
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in simple_targets:
+            bind(node.id, None)
+        elif isinstance(node, ast.arg):
+            bind(node.arg, None)
+            if node.annotation:
+                annotations |= {id(n) for n in ast.walk(node.annotation)}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bind(node.name, None)
+            if isinstance(node, ast.ClassDef):
+                attributes |= _class_body_names(node)
+            elif node.returns:
+                annotations |= {id(n) for n in ast.walk(node.returns)}
+        elif isinstance(node, ast.AnnAssign):
+            annotations |= {id(n) for n in ast.walk(node.annotation)}
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            bind(node.name, None)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bind(node.rest, None)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                bind(alias.asname or alias.name.split(".")[0], alias.name if alias.asname else alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name != "*":
+                    bind(alias.asname or alias.name, f"{node.module}.{alias.name}" if not node.level else None)
+        elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+            attributes.add(node.attr)  # self.x = ..., obj.y += ...
+        elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+            called = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+            if called == "setattr" and _literal_name(node):
+                attributes.add(node.args[1].value)  # type: ignore[attr-defined]
+            elif called in ("namedtuple", "NamedTuple"):
+                attributes |= _field_names(node)
+
+    aliases = _resolve_aliases(bindings)
+    alias_values = {id(how) for name in aliases for how in bindings[name] if isinstance(how, ast.AST)}
+    conflicts = {
+        name: next(h for h in hows if isinstance(h, str)) for name, hows in bindings.items() if name not in aliases and any(isinstance(h, str) for h in hows)
+    }
+    return Survey(bound, attributes, aliases, alias_values, conflicts, annotations)
+
+
+def _resolve_aliases(bindings: dict[str, list[str | ast.AST | None]]) -> dict[str, str]:
+    """name -> module path, for the names every binding of which says the same path (an import, or
+    an assignment of an alias's path: F = torch.nn.functional). Depth first with an explicit stack,
+    so a long chain of assignments, in any order, is resolved in linear time."""
+    resolved: dict[str, str | None] = {}
+
+    def depends_on(name: str) -> list[str]:
+        bases = (_chain(how)[0] for how in bindings[name] if isinstance(how, ast.AST))
+        return [base.id for base in bases if isinstance(base, ast.Name) and base.id in bindings]
+
+    def path_of(how: str | ast.AST | None) -> str | None:
+        return how if not isinstance(how, ast.AST) else _path_of(how, resolved)
+
+    started: set[str] = set()
+    for first in bindings:
+        stack = [first]
+        while stack:
+            name = stack[-1]
+            if name in resolved:
+                stack.pop()
+                continue
+            waiting = [d for d in depends_on(name) if d not in resolved and d not in started]
+            if waiting:  # resolve what it is assigned from first (a cycle resolves to nothing)
+                started.add(name)
+                stack += waiting
+                continue
+            paths = {path_of(how) for how in bindings[name]}
+            resolved[name] = paths.pop() if len(paths) == 1 else None
+            stack.pop()
+    return {name: path for name, path in resolved.items() if path is not None}
+
+
+def _path_of(node: ast.AST, aliases: dict[str, str | None]) -> str | None:
+    base, steps = _chain(node)
+    if isinstance(base, ast.Name) and (path := aliases.get(base.id)):
+        return ".".join([path, *(name for name, _ in steps)])
+    return None
+
+
+# -- the check ------------------------------------------------------------------------------------------
+
+
+class Checker:
+    def __init__(self, tree: ast.Module, source: str, policy: dict[str, Any]) -> None:
+        self.source = source
+        self.lines = source.encode().splitlines(keepends=True)  # positions count UTF-8 bytes
+        self.policy = policy
+        self.rules = Rules.of(policy)
+        self.allow = allow_list(policy)
+        self.violations: list[Violation] = []
+        survey = _survey(tree)
+        self.bound = survey.bound
+        self.aliases = survey.aliases
+        self.alias_values = survey.alias_values
+        self.conflicts = survey.conflicts
+        self.annotations = survey.annotations
+        self.own = survey.attributes - self.allow.reserved
+        self.own_reserved = survey.attributes & self.allow.reserved
+        self.allowed_dunders = set(policy["allowed_dunders"])
+        self.module_paths = set(policy["allowed_imports"]) | set(policy["allowed_submodules"])
+        self.handlers = {
+            ast.Import: self.visit_import,
+            ast.ImportFrom: self.visit_import_from,
+            ast.Name: self.visit_name,
+            ast.Attribute: self.visit_attribute,
+            ast.Call: self.visit_call,
+            ast.Constant: self.visit_constant,
+            ast.Subscript: self.visit_subscript,
+            ast.FunctionDef: self.visit_definition,
+            ast.AsyncFunctionDef: self.visit_definition,
+            ast.ClassDef: self.visit_definition,
+            ast.MatchClass: self.visit_match_class,
+        }
+
+    def run(self, tree: ast.Module) -> list[Violation]:
+        stack: list[ast.AST] = [tree]
+        while stack:
+            node = stack.pop()
+            handler = self.handlers.get(type(node))
+            children = handler(node) if handler else None  # type: ignore[operator]
+            stack.extend(ast.iter_child_nodes(node) if children is None else children)
+        return sorted(set(self.violations), key=lambda v: (v.line, v.column))
+
+    def flag(self, node: ast.AST, rule: str, advice: str, text: str | None = None) -> None:
+        text = " ".join((text or self.segment(node)).split())
+        text = text if len(text) <= 80 else text[:77] + "..."
+        line, column = node.lineno, node.col_offset  # type: ignore[attr-defined]
+        if line <= len(self.lines):  # the offset counts UTF-8 bytes; the report counts characters
+            column = len(self.lines[line - 1][:column].decode(errors="replace"))
+        self.violations.append(Violation(line, column + 1, text, rule, advice))
+
+    def segment(self, node: ast.AST) -> str:
+        """The start of node's source text (what ast.get_source_segment gives, without splitting the
+        whole file again for every violation)."""
+        start, first = node.lineno - 1, node.col_offset  # type: ignore[attr-defined]
+        end, last = (getattr(node, "end_lineno", None) or node.lineno) - 1, getattr(node, "end_col_offset", None)  # type: ignore[attr-defined]
+        if start >= len(self.lines):
+            return ""
+        if start == end or end >= len(self.lines):
+            return self.lines[start][first:last].decode(errors="replace")
+        pieces = [self.lines[start][first:]]
+        for line in self.lines[start + 1 : end]:
+            if sum(map(len, pieces)) > 200:  # enough for the text shown
+                break
+            pieces.append(line)
+        else:
+            pieces.append(self.lines[end][:last])
+        return b"".join(pieces).decode(errors="replace")
+
+    # -- attribute names --------------------------------------------------------------------------
+
+    def members_of(self, obj: Any) -> frozenset[str] | None:
+        """The allowed attribute names of an allowed module, type, or instance of an allowed type."""
+        for key in (obj, type(obj)):
+            try:
+                found = self.allow.members.get(key)
+            except Exception:  # unhashable
+                continue
+            if found is not None:
+                return found
+        return None
+
+    def name_allowed(self, name: str, node: ast.AST) -> bool:
+        """An attribute of an object the check cannot identify: the name alone decides."""
+        if is_dunder(name):
+            if name in self.allowed_dunders:
                 return True
+            self.flag(node, f"access to the special attribute {name} is forbidden", "use ordinary attributes")
             return False
-        if len(parts) > 1 and parts[1] == "nn":
-            self.flag(node, f"{path} is forbidden (nothing from torch.nn may be used)", advice_for(parts[-1] if len(parts) > 2 else "transformer"))
+        if name in self.own or name in self.allow.names:
             return True
-        for i in range(1, len(parts)):
-            prefix = ".".join(parts[: i + 1])
-            name = parts[i]
-            if name.startswith("__") and name.endswith("__") and name not in self.policy["allowed_dunders"]:
-                self.flag(node, f"access to the special attribute {prefix} is forbidden", "use ordinary attributes")
-                return True
-            if name in self.forbidden_functions:
-                self.flag(node, f"{prefix} is forbidden (built-in {name})", advice_for(name))
-                return True
-            if prefix in self.policy["forbidden_attributes"]:
-                self.flag(node, f"{prefix} is forbidden (it reaches files, compilers or operators by name)", "use tensor operations only")
-                return True
-            if name.startswith("_"):
-                self.flag(node, f"{prefix} is a private part of {parts[0]} and is forbidden", "use the public tensor API")
-                return True
-            if prefix not in self.policy["allowed_submodules"] and _is_module(prefix):
-                self.flag(node, f"{prefix} is a module outside the allowed list", "use the public tensor API of torch, numpy and math")
-                return True
+        if self.rules.builtin_function(name):
+            self.flag(node, f".{name} is forbidden (built-in {name})", advice_for(name))
+        elif name in self.own_reserved:
+            rule, _ = self.allow.excluded.get(name, (f"{name} is refused", ""))
+            self.flag(node, f"{rule}; defining an attribute of that name in your file does not allow it", f"rename your attribute {name}")
+        elif name in self.allow.excluded:
+            self.flag(node, *self.allow.excluded[name])
+        elif name.startswith("_"):
+            self.flag(node, f"{name} is private (it starts with an underscore) and is not an attribute your file defines", SEE_RULES)
+        else:
+            self.flag(node, f"{name} is not an attribute of torch, numpy or the Python modules this challenge allows", SEE_RULES)
         return False
 
-    # -- imports ------------------------------------------------------------------------------
-    def visit_Import(self, node: ast.Import) -> None:
-        for alias in node.names:
-            if alias.name not in self.policy["allowed_imports"]:
-                self.flag(node, f"import of {alias.name} is not allowed", self._import_advice(alias.name))
-            if alias.asname:
-                self.aliases[alias.asname] = alias.name
-            else:
-                root = alias.name.split(".")[0]
-                self.aliases[root] = root
+    def refusal(self, owner: Any, path: str, name: str, full: list[str]) -> tuple[str, str]:
+        """Why attribute `name` of an allowed module or type is not allowed (path ends in name)."""
+        owner_path = path.rpartition(".")[0]
+        root = owner_path.split(".")[0]
+        if path == "torch.nn":
+            whole = ".".join(full)
+            return f"{whole} is forbidden (nothing from torch.nn may be used)", advice_for(full[-1] if len(full) > 2 else "transformer")
+        if is_dunder(name):
+            return f"access to the special attribute {path} is forbidden", "use ordinary attributes"
+        if self.rules.builtin_function(name):
+            return f"{path} is forbidden (built-in {name})", advice_for(name)
+        if name.startswith("_"):
+            return f"{path} is a private part of {root} and is forbidden", "use the public tensor API"
+        if self.rules.forbidden_path(path):
+            if root == "operator":
+                return f"{path} is forbidden (it reaches attributes by a computed name)", "write the attribute or method directly"
+            return f"{path} is forbidden (it reaches files, compilers, code or operators by name)", "use tensor operations only"
+        value = vars(owner).get(name) if isinstance(owner, types.ModuleType) else inspect.getattr_static(owner, name, None)
+        if inspect.ismodule(value):
+            return f"{path} is a module outside the allowed list", "use the public API of torch, numpy and math"
+        if value is not None and _is_internal(value):
+            return f"{path} is part of torch's TorchScript and dispatcher internals, not of its tensor API", "use tensor operations only"
+        return f"{path} is not a public attribute of {owner_path} that this challenge allows", SEE_RULES
 
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+    def follow(self, path: str, steps: list[tuple[str, ast.AST]], at: ast.AST, store: bool = False) -> Any:
+        """Check a dotted path that starts at an allowed module (an alias, then the steps written
+        after it) on the real objects, and flag the first refused name. Returns the object
+        reached, or None."""
+        parts = path.split(".")
+        obj: Any = self.allow.modules.get(parts[0])
+        if obj is None:
+            return None  # not an allowed import: the import itself is flagged
+        names = [(part, steps[0][1] if steps else at) for part in parts[1:]] + steps
+        full = [parts[0]] + [name for name, _ in names]
+        for index, (name, node) in enumerate(names):
+            allowed = self.members_of(obj)
+            if allowed is None:  # a function, a number, ...: from here on only names are known
+                all(self.name_allowed(later, later_node) for later, later_node in names[index:])
+                return None
+            if name not in allowed:
+                if not _missing(obj, name):  # a name that does not exist fails at run time by itself
+                    self.flag(node, *self.refusal(obj, ".".join(full[: index + 2]), name, full))
+                return None
+            obj = _attribute(obj, name)
+        if store:
+            self.flag(
+                steps[-1][1] if steps else at,
+                f"changing {'.'.join(full)} is forbidden",
+                "keep torch, numpy and the allowed modules as they are; use your own names",
+            )
+        return obj
+
+    def object_at(self, path: str) -> Any:
+        """The object a dotted path of allowed names leads to, or None."""
+        parts = path.split(".")
+        obj: Any = self.allow.modules.get(parts[0])
+        for name in parts[1:]:
+            allowed = self.members_of(obj) if obj is not None else None
+            if allowed is None or name not in allowed:
+                return None
+            obj = _attribute(obj, name)
+        return obj
+
+    def check_chain(self, base: ast.AST, steps: list[tuple[str, ast.AST]], store: bool) -> list[ast.AST]:
+        """Check the names of base.a.b...; return what is left to visit."""
+        if isinstance(base, ast.Name) and base.id in self.aliases:
+            reached = self.follow(self.aliases[base.id], steps, base, store)
+            self.module_used_as_value(reached, steps[-1][1] if steps else base)
+            return []
+        for name, node in steps:
+            if not self.name_allowed(name, node):
+                break
+        return [base]
+
+    # -- handlers: each returns the child nodes still to visit, or None for all of them ---------------
+
+    def visit_attribute(self, node: ast.Attribute) -> list[ast.AST]:
+        base, steps = _chain(node)
+        return self.check_chain(base, steps, store=not isinstance(node.ctx, ast.Load))
+
+    def visit_name(self, node: ast.Name) -> list[ast.AST]:
+        name = node.id
+        if is_dunder(name) and name not in self.allowed_dunders:
+            self.flag(node, f"the special name {name} is forbidden", "use ordinary names")
+        elif name in self.policy["forbidden_builtins"] and name not in self.bound:
+            self.flag(node, f"the built-in {name} is forbidden", "call functions directly; files and dynamic code are off-limits")
+        elif name in self.policy["attribute_builtins"] and name not in self.bound:
+            self.flag(node, f"{name} may only be called directly, with a string literal as the name", f'call {name}(obj, "name") directly')
+        elif name == "type" and name not in self.bound and id(node) not in self.annotations:
+            self.flag(node, "type may only be called directly, with one argument (the type of an object)", "use isinstance, or type(x) with one argument")
+        elif name in self.conflicts and isinstance(node.ctx, ast.Load) and isinstance(self.object_at(self.conflicts[name]), types.ModuleType):
+            # it may hold the module, and what is used from it could not be checked
+            imported = self.conflicts[name]
+            self.flag(node, f"{name} is bound to the module {imported} by an import and to something else elsewhere in the file", "give each its own name")
+        elif (path := self.aliases.get(name)) and isinstance(node.ctx, ast.Load):
+            # a use of `s` after `from torch import softmax as s`, or of a module's name alone
+            self.module_used_as_value(self.follow(path, [], node) if "." in path else self.allow.modules.get(path), node)
+        return []
+
+    def module_used_as_value(self, reached: Any, node: ast.AST) -> None:
+        """A module may only start a dotted path (torch.exp) or be bound to another name (np =
+        numpy): kept in a list, passed or returned, it would hide from this check what is used
+        from it. So an object the check cannot identify is never a module."""
+        if isinstance(reached, types.ModuleType) and id(node) not in self.alias_values:
+            text = self.segment(node)
+            self.flag(node, f"the module {text} is used as a value; modules may only be used by name, as in {text}.<name>", "call its functions directly")
+
+    def visit_call(self, node: ast.Call) -> list[ast.AST] | None:
+        func = node.func
+        rest = [*node.args, *(k.value for k in node.keywords)]
+        if isinstance(func, ast.Name) and func.id not in self.bound:
+            if func.id in self.policy["attribute_builtins"]:
+                return self.visit_attribute_builtin(node)
+            if func.id == "type":
+                if len(node.args) != 1 or node.keywords or isinstance(node.args[0], ast.Starred):
+                    self.flag(
+                        node, "type() with more than one argument builds a class from names and a dict at run time", "define classes with a class statement"
+                    )
+                return rest
+        if isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "type" and "type" not in self.bound:
+            self.flag(node, "calling type(...) builds objects or classes from the type of another object", "call the class by its name")
+        path = _path_of(func, self.aliases)
+        target = self.object_at(path) if path else None
+        if isinstance(target, type) and issubclass(target, type):
+            self.flag(node, f"calling the metaclass {path} builds a class at run time", "define classes with a class statement")
+        functional = len(node.args) > 1 or any(k.arg in ENUM_FUNCTIONAL for k in node.keywords)
+        if isinstance(target, type) and issubclass(target, enum.Enum) and functional:
+            self.flag(node, f"{path}(name, members) builds a class from names at run time", "define the enum with a class statement")
+        return None
+
+    def visit_attribute_builtin(self, node: ast.Call) -> list[ast.AST]:
+        func = node.func.id  # type: ignore[attr-defined]
+        if not _literal_name(node):
+            advice = f'write the attribute directly, or {func}(obj, "name") with a string literal'
+            self.flag(node, f"{func} with a computed attribute name is forbidden", advice)
+            first = node.args[:1] if node.args and not (isinstance(node.args[0], ast.Name) and node.args[0].id in self.aliases) else []
+            return [*first, *node.args[1:], *(k.value for k in node.keywords)]
+        rest = [*node.args[2:], *(k.value for k in node.keywords)]
+        if _plain_getattr(node):
+            base, steps = _chain(node)
+        else:  # getattr with a default, setattr, delattr, hasattr: one attribute of args[0]
+            base, steps = _chain(node.args[0])
+            steps = [*steps, (node.args[1].value, node)]  # type: ignore[attr-defined]
+        return self.check_chain(base, steps, store=func in ("setattr", "delattr")) + rest
+
+    def visit_constant(self, node: ast.Constant) -> list[ast.AST]:
+        if isinstance(node.value, str) and is_dunder(node.value) and node.value not in self.allowed_dunders:
+            self.flag(
+                node,
+                f'the string "{node.value}" names a special attribute (as a dict key or an argument it can define or reach one)',
+                "use ordinary names",
+            )
+        return []
+
+    def visit_subscript(self, node: ast.Subscript) -> list[ast.AST] | None:
+        if isinstance(node.value, ast.Name) and node.value.id == "type":
+            return [node.slice]  # type[X] in a hint
+        return None
+
+    def visit_definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        if is_dunder(node.name) and node.name not in self.allowed_dunders:
+            keyword = "class" if isinstance(node, ast.ClassDef) else "def"
+            self.flag(node, f"defining the special name {node.name} is forbidden", "use ordinary names", text=f"{keyword} {node.name}")
+        return None
+
+    def visit_match_class(self, node: ast.MatchClass) -> list[ast.AST]:
+        base, steps = _chain(node.cls)
+        if not node.kwd_attrs:
+            return [*self.check_chain(base, steps, store=False), *node.patterns]
+        for attribute in node.kwd_attrs:  # case Cls(name=...) reads Cls's attribute `name`
+            self.check_chain(base, [*steps, (attribute, node)], store=False)
+        return [base, *node.patterns, *node.kwd_patterns]
+
+    # -- imports ------------------------------------------------------------------------------------
+
+    def visit_import(self, node: ast.Import) -> list[ast.AST]:
+        for alias in node.names:
+            if alias.name not in self.module_paths:
+                self.flag(node, f"import of {alias.name} is not allowed", self._import_advice(alias.name))
+        return []
+
+    def visit_import_from(self, node: ast.ImportFrom) -> list[ast.AST]:
         module = "." * node.level + (node.module or "")
-        if node.level or module not in self.policy["allowed_imports"]:
+        if node.level or module not in self.module_paths:
             self.flag(node, f"import from {module} is not allowed", self._import_advice(module))
-            return
+            return []
         for alias in node.names:
             if alias.name == "*":
                 self.flag(node, f"from {module} import * is not allowed (the imported names cannot be checked)", "import the module and use module.name")
-                continue
-            path = f"{module}.{alias.name}"
-            if path not in self.policy["allowed_imports"]:
-                self.check_path(node, path)
-            self.aliases[alias.asname or alias.name] = path  # bound even when flagged: its uses are reported too
+            elif f"{module}.{alias.name}" not in self.module_paths:
+                self.follow(module, [(alias.name, node)], node)
+        return []
 
     def _import_advice(self, module: str) -> str:
         if module.startswith("torch."):
-            return "import torch and write the forbidden parts yourself; torch submodules other than the allowed ones are off-limits"
+            allowed = ", ".join(self.policy["allowed_submodules"])
+            return f"import torch and write the forbidden parts yourself; of torch's submodules only {allowed} may be used"
         allowed = ", ".join(self.policy["allowed_imports"])
         return f"allowed imports: {allowed}"
-
-    # -- names, attributes, calls ---------------------------------------------------------------
-    def bind_alias(self, node: ast.Assign) -> None:
-        """F = torch.nn.functional, t = torch: the name now stands for that path."""
-        path = self.resolve(node.value)
-        if path and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            self.aliases[node.targets[0].id] = path
-
-    def visit_Name(self, node: ast.Name) -> None:
-        if node.id in self.policy["forbidden_builtins"] and node.id not in self.own_names:
-            self.flag(node, f"the built-in {node.id} is forbidden", "call functions directly; files and dynamic code are off-limits")
-        elif node.id in self.policy["attribute_builtins"] and node.id not in self.own_names:
-            self.flag(node, f"{node.id} may only be called directly, with a string literal as the name", f'call {node.id}(obj, "name") directly')
-        elif node.id.startswith("__") and node.id.endswith("__") and node.id not in self.policy["allowed_dunders"]:
-            self.flag(node, f"the special name {node.id} is forbidden", "use ordinary names")
-        elif (path := self.aliases.get(node.id)) and "." in path and isinstance(node.ctx, ast.Load):
-            self.check_path(node, path)  # a use of `s` after `from torch import softmax as s`
-
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        path = self.resolve(node)
-        if path and self.check_path(node, path):
-            return  # one message for the longest forbidden chain; do not also flag its prefixes
-        attr = node.attr
-        if attr.startswith("__") and attr.endswith("__") and attr not in self.policy["allowed_dunders"]:
-            self.flag(node, f"access to the special attribute {attr} is forbidden", "use ordinary attributes")
-        elif not path and attr in self.forbidden_functions and not self._own_object(node.value):
-            self.flag(node, f".{attr} is forbidden (built-in {attr})", advice_for(attr))
-        elif attr in self.policy["forbidden_methods"]:
-            self.flag(node, f".{attr} is forbidden (it writes files)", "return tensors; do not write files")
-        if not path:
-            self.visit(node.value)
-
-    def visit_Call(self, node: ast.Call) -> None:
-        func = node.func
-        if isinstance(func, ast.Name) and func.id in self.policy["attribute_builtins"]:
-            if self._literal_getattr(node):
-                name = node.args[1].value
-                path = self.resolve(node)
-                if not (path and self.check_path(node, path)):
-                    if name.startswith("__") and name.endswith("__") and name not in self.policy["allowed_dunders"]:
-                        self.flag(node, f"{func.id} of the special attribute {name} is forbidden", "use ordinary attributes")
-                    elif name in self.forbidden_functions and not path:
-                        self.flag(node, f"{func.id}(..., {name!r}) is forbidden (built-in {name})", advice_for(name))
-            else:
-                advice = f'write the attribute directly, or {func.id}(obj, "name") with a string literal'
-                self.flag(node, f"{func.id} with a computed attribute name is forbidden", advice)
-            for arg in node.args[:1] + node.args[2:] + [k.value for k in node.keywords]:
-                self.visit(arg)
-            return
-        self.generic_visit(node)
-
-    @staticmethod
-    def _own_object(node: ast.AST) -> bool:
-        """self.softmax / cls.gelu: a method of the candidate's own class."""
-        return isinstance(node, ast.Name) and node.id in ("self", "cls")
-
-
-def _bound_names(tree: ast.Module) -> set[str]:
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        elif isinstance(node, ast.arg):
-            names.add(node.arg)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-    return names
 
 
 def check(tree: ast.Module, source: str, policy: dict[str, Any]) -> list[Violation]:
     """Every violation in the file, in source order."""
-    checker = Checker(source, policy)
-    checker.own_names = _bound_names(tree)
-    # Bind imports, then aliases, before anything else, so a use above its binding still resolves.
-    nodes = list(ast.walk(tree))
-    for node in nodes:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            checker.visit(node)
-    for node in nodes:
-        if isinstance(node, ast.Assign):
-            checker.bind_alias(node)
-    checker.visit(tree)  # visits the imports again: their duplicate violations are dropped below
-    return sorted(set(checker.violations), key=lambda v: (v.line, v.column))
+    source = source.removeprefix("\ufeff")  # a byte-order mark is not part of the code
+    return Checker(tree, source, policy).run(tree)
+
+
+SHOWN = 50  # violations listed in a report; a file with thousands gets the first ones and a count
 
 
 def explain(violations: list[Violation]) -> str:
     count = f"{len(violations)} use{'s' if len(violations) != 1 else ''} of forbidden APIs"
-    return f"{count} (see the rules in problem/README.md):\n" + "\n".join(f"  {v}" for v in violations)
+    lines = [f"  {v}" for v in violations[:SHOWN]]
+    if len(violations) > SHOWN:
+        lines.append(f"  ... and {len(violations) - SHOWN} more (fix these first)")
+    return f"{count} (see the rules in problem/README.md):\n" + "\n".join(lines)

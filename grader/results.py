@@ -52,6 +52,7 @@ class Report:
     stdout: str = ""
     stderr: str = ""
     seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)  # about the run itself (e.g. a reproducible seed), for graders
 
     @property
     def score(self) -> float:

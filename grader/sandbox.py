@@ -1,14 +1,19 @@
 """Starts the child process that runs the submission, talks to it, and ends it.
 
 The child gets a copy of the submission and of the child-side code (grader/child) in a private
-folder, behind the walls of grader/isolation.py. Wall-clock limits are watched here (SIGKILL of
-its process group and cgroup); its stdout and stderr are drained continuously and capped.
+folder, behind the walls of grader/isolation.py. Its stdout and stderr are drained continuously and
+capped. The channel is read by one thread that checks every frame (grader/protocol.py) and queues at
+most two, each bounded by what the current request can need, so the grader's memory stays bounded
+whatever the child writes. Writes to the child have deadlines. A watchdog
+ends the child (SIGKILL of its process group and cgroup) at the total wall-clock limit or when its
+processes together have used the CPU limit, whatever the grader's main thread is doing.
 """
 
 import functools
 import json
 import os
 import queue
+import select
 import shutil
 import signal
 import subprocess
@@ -21,12 +26,14 @@ from typing import Any, BinaryIO
 
 import torch
 
-from grader import isolation
+from grader import isolation, protocol
 from grader.child import wire
 from grader.spec import Spec
 
 CHILD_PACKAGE = Path(__file__).resolve().parent / "child"
 BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv[1]); from child.runner import main; main(sys.argv[2:])"
+WATCH_SECONDS = 0.1  # how often the watchdog looks at the clock and the CPU time
+QUEUED_FRAMES = 2  # frames read ahead of the judge; the reader waits (and so does the child) beyond
 
 
 class ChildGone(Exception):
@@ -34,20 +41,23 @@ class ChildGone(Exception):
 
 
 class ChildTimeout(Exception):
-    """The child did not answer within the allowed wall time; it has been killed."""
+    """The child did not answer, or did not read its request, in time; it has been killed.
+    `limit` says which limit ran out: "answer" (the request's own time), "write" (the request's
+    time, while the child did not read it) or "total" (the run's total wall time)."""
 
-
-class ChildProtocolError(Exception):
-    """The child sent something that is not a well-formed frame."""
+    def __init__(self, limit: str) -> None:
+        super().__init__(limit)
+        self.limit = limit
 
 
 @dataclass
 class Exit:
     returncode: int  # negative: killed by that signal (bwrap's 128 + signal already translated)
     killed_by_grader: bool
-    cpu_seconds: float  # of the child and everything it waited for
+    cpu_seconds: float  # of all the child's processes, as far as they could be counted
     oom_kills: int  # processes the cgroup's memory limit killed
     pids_limit_hits: int  # times the cgroup refused a new process
+    limit: str = ""  # "cpu" or "total": the watchdog ended the child at that limit
 
     @property
     def signal_name(self) -> str | None:
@@ -84,8 +94,11 @@ class CappedBuffer:
             self.kept += chunk[:room]
 
     def drain(self, stream: BinaryIO) -> None:
-        while chunk := stream.read1(65536):
-            self.feed(chunk)
+        try:
+            while chunk := stream.read1(65536):
+                self.feed(chunk)
+        except (OSError, ValueError):  # closed under us at the end of the run: what was read is kept
+            pass
 
     def text(self) -> str:
         body = self.kept.decode("utf-8", errors="replace")
@@ -95,19 +108,26 @@ class CappedBuffer:
 
 
 class Child:
-    """What every kind of child shares: the framed channel, the capped output, the wall clock.
-    Subclasses start the child and know how to end it; use them as context managers."""
+    """What every kind of child shares: the framed channel, the capped output, the clocks.
+    Subclasses start the child, then the threads (start_threads), and know how to end it; use
+    them as context managers."""
 
     isolation: str
-    requests: BinaryIO
+    request_fd: int  # the grader's end of the request channel, written without blocking
 
     def __init__(self, spec: Spec) -> None:
         self.limits = spec.limits
         self.started = time.monotonic()
         self.killed_by_grader = False
+        self.limit_reached = ""  # "cpu" or "total" once the watchdog has ended the child
+        self.cpu_used = 0.0  # the most CPU time the watchdog has seen the child's processes use
         self.stdout = CappedBuffer(spec.limits.output_bytes)
         self.stderr = CappedBuffer(spec.limits.output_bytes)
-        self._frames: queue.Queue = queue.Queue()
+        self._frames: queue.Queue = queue.Queue(maxsize=QUEUED_FRAMES)
+        self._expect = protocol.STARTUP  # what may answer the current request: the reader checks each frame against it
+        self._closed = threading.Event()
+        self._watchdog_error: BaseException | None = None
+        self._threads: list[threading.Thread] = []
 
     @staticmethod
     def child_config(spec: Spec, submission: str) -> dict:
@@ -119,38 +139,131 @@ class Child:
             "forbidden_operators": spec.policy["forbidden_operators"],
         }
 
+    def start_threads(self, *threads: threading.Thread) -> None:
+        """Start the subclass's reading threads and the watchdog."""
+        self._threads = [*threads, threading.Thread(target=self._watch, daemon=True)]
+        for thread in self._threads:
+            thread.start()
+
+    @property
+    def total_deadline(self) -> float:
+        return self.started + self.limits.total_seconds
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time used so far by all of the child's processes together; None where it cannot be measured."""
+        return None
+
+    def _watch(self) -> None:
+        """End the child at the total wall-clock limit or at the CPU limit of all its processes."""
+        try:
+            while not self._closed.wait(WATCH_SECONDS):
+                used = self.cpu_seconds()
+                if used is not None:
+                    self.cpu_used = max(self.cpu_used, used)
+                if self.cpu_used > self.limits.cpu_seconds:
+                    self.limit_reached = "cpu"
+                elif time.monotonic() >= self.total_deadline:
+                    self.limit_reached = "total"
+                else:
+                    continue
+                self.kill()
+                return
+        except BaseException as error:  # noqa: BLE001 - a child left unwatched must not go on: end it, and fault the grader
+            self._watchdog_error = error
+            self.kill()
+
+    def _check_watchdog(self) -> None:
+        if self._watchdog_error is not None:
+            raise RuntimeError(f"the grader's watchdog failed: {type(self._watchdog_error).__name__}: {self._watchdog_error}")
+
+    def _deliver(self, item: Any) -> bool:
+        """Queue an item for the judge, waiting while the queue is full; False once the run is over."""
+        while not self._closed.is_set():
+            try:
+                self._frames.put(item, timeout=WATCH_SECONDS)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     def _read_frames(self, stream: BinaryIO) -> None:
-        with stream:
-            while True:
-                try:
-                    self._frames.put(wire.read_frame(stream))
-                except EOFError:
-                    self._frames.put(None)
-                    return
-                except (wire.WireError, ValueError) as error:
-                    self._frames.put(ChildProtocolError(str(error)))
-                    return
-
-    def send(self, message: dict[str, Any], tensors: dict[str, torch.Tensor] | None = None) -> None:
+        """The reader thread: queues only frames that passed the protocol's checks, reading no more
+        tensor bytes than the current request can need; whatever the child sends, it ends by
+        queueing None (the stream ended) or a ProtocolError, never by an exception of its own."""
         try:
-            wire.write_frame(self.requests, message, tensors)
-        except (BrokenPipeError, OSError):
-            raise ChildGone() from None
+            with stream:
+                while not self._closed.is_set():
+                    header, described = wire.read_header(stream)
+                    expect = self._expect  # read once the header is in: the current request's
+                    reply = protocol.check(header, described, expect)
+                    if not self._deliver((reply, protocol.read_tensors(stream, described, expect), described)):
+                        return
+        except EOFError:
+            self._deliver(None)
+        except (wire.WireError, protocol.ProtocolError) as error:
+            self._deliver(protocol.ProtocolError(str(error)))
+        except BaseException as error:  # noqa: BLE001 - e.g. MemoryError: still the child's malformed data
+            self._deliver(protocol.ProtocolError(f"the frame could not be read ({type(error).__name__})"))
 
-    def receive(self, seconds: float) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-        """The next frame from the child, within `seconds` and within the run's total wall time."""
-        remaining_total = self.limits.total_seconds - (time.monotonic() - self.started)
+    def _write_some(self, data: memoryview) -> int:
+        """Write what fits now without blocking; raises BlockingIOError when nothing fits."""
+        return os.write(self.request_fd, data)
+
+    def send(self, message: dict[str, Any], tensors: dict[str, torch.Tensor] | None = None, deadline: float | None = None) -> None:
+        """Write one frame before the deadline (and the total limit), or kill the child and raise
+        ChildTimeout: a child that stops reading cannot block the grader."""
+        self._check_watchdog()
+        deadline = min(deadline if deadline is not None else self.total_deadline, self.total_deadline)
+        data = memoryview(wire.encode(message, tensors))
+        poller = select.poll()
+        poller.register(self.request_fd, select.POLLOUT)
+        while data:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.kill()
+                raise ChildTimeout("total" if deadline >= self.total_deadline else "write")
+            if not poller.poll(max(1, int(remaining * 1000))):
+                continue
+            try:
+                data = data[self._write_some(data) :]
+            except BlockingIOError:
+                continue
+            except OSError:  # the read end is closed: the child is gone
+                raise ChildGone() from None
+
+    def receive(self, deadline: float) -> tuple[dict[str, Any], dict[str, torch.Tensor], protocol.Described]:
+        """The next frame from the child (its checked header, its tensors, their descriptions) before
+        the deadline and within the run's total wall time."""
+        limit = min(deadline, self.total_deadline)
         try:
-            item = self._frames.get(timeout=max(0.0, min(seconds, remaining_total)))
+            item = self._frames.get(timeout=max(0.0, limit - time.monotonic()))
         except queue.Empty:
             self.kill()
-            raise ChildTimeout() from None
+            self._check_watchdog()
+            raise ChildTimeout("total" if limit >= self.total_deadline else "answer") from None
+        self._check_watchdog()
         if item is None:
             raise ChildGone()
-        if isinstance(item, ChildProtocolError):
+        if isinstance(item, protocol.ProtocolError):
             self.kill()
             raise item
         return item
+
+    def request(
+        self, message: dict[str, Any], tensors: dict[str, torch.Tensor] | None, expect: protocol.Expectation, seconds: float
+    ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        """Send a request and return its answer, checked against `expect`, within `seconds` in all
+        (writing the request included). Raises ChildTimeout, ChildGone or protocol.ProtocolError;
+        the child has been killed for the first and the last."""
+        deadline = time.monotonic() + seconds
+        self._expect = expect
+        self.send(message, tensors, deadline)
+        reply, received, described = self.receive(deadline)
+        try:  # again: a frame the child sent ahead of this request was checked against the previous one
+            return protocol.check(reply, described, expect), received
+        except protocol.ProtocolError:
+            self.kill()
+            raise
 
     def kill(self) -> None:
         raise NotImplementedError
@@ -165,6 +278,7 @@ class Child:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._closed.set()  # the watchdog and the reader stop
         self.close()
 
 
@@ -238,14 +352,14 @@ class ProcessChild(Child):
         )
         for fd in inherited:  # the child has its copies
             os.close(fd)
-        self.requests = os.fdopen(request_write, "wb")
-        self._threads = [
+        self.request_fd = request_write
+        os.set_blocking(request_write, False)  # send() waits with poll(), up to its deadline
+        self._cpu_seen: dict[tuple[int, int], float] = {}
+        self.start_threads(
             threading.Thread(target=self.stdout.drain, args=(self.process.stdout,), daemon=True),
             threading.Thread(target=self.stderr.drain, args=(self.process.stderr,), daemon=True),
             threading.Thread(target=self._read_frames, args=(os.fdopen(result_read, "rb"),), daemon=True),
-        ]
-        for thread in self._threads:
-            thread.start()
+        )
 
     @staticmethod
     def _open_to_runner(workdir: Path, home: Path) -> None:
@@ -256,6 +370,15 @@ class ProcessChild(Child):
             if path != home:
                 path.chmod(0o755 if path.is_dir() else 0o444)
         home.chmod(0o1777)
+
+    def cpu_seconds(self) -> float:
+        """The cgroup's CPU accounting where there is one; else the process tree, polled."""
+        used = self.cgroup.cpu_seconds() if self.cgroup else None
+        if used is not None:
+            return used
+        if self.process.returncode is not None:  # reaped: its pid may belong to another process now
+            return self.cpu_used
+        return isolation.process_tree_cpu_seconds(self.process.pid, self._cpu_seen)
 
     def kill(self) -> None:
         if self.process.returncode is None:
@@ -279,13 +402,13 @@ class ProcessChild(Child):
         if not self._wait_unreaped(wait_seconds):
             self.kill()
             self._wait_unreaped(60)
-        cpu = cpu_seconds_used(self.process.pid)
+        cpu = max(cpu_seconds_used(self.process.pid), self.cpu_seconds(), self.cpu_used)
         returncode = self.process.wait()
         if self.backend == "bubblewrap" and 128 < returncode <= 128 + 64:
             returncode = -(returncode - 128)  # bwrap reports a child killed by signal N as 128 + N
         oom = self.cgroup.oom_kills() if self.cgroup else 0
         pids = self.cgroup.pids_limit_hits() if self.cgroup else 0
-        return Exit(returncode, self.killed_by_grader, cpu, oom, pids)
+        return Exit(returncode, self.killed_by_grader, cpu, oom, pids, self.limit_reached)
 
     def close(self) -> None:
         """End the child and everything it started (all results are in by now), remove its cgroup,
@@ -299,6 +422,6 @@ class ProcessChild(Child):
         for thread in self._threads:
             thread.join(timeout=2)
         try:
-            self.requests.close()
+            os.close(self.request_fd)
         except OSError:
             pass

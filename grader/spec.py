@@ -1,7 +1,7 @@
 """The challenge's contract, read from problem/spec.toml into typed objects."""
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,20 @@ class CaseTemplate:
     settings: dict[str, Any]
 
 
+SCORING_MODES = ("all_or_nothing", "per_case")
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """How the platform formats share points among cases (the spec's [scoring] table)."""
+
+    mode: str = "all_or_nothing"  # all_or_nothing: the points only when every case passes; per_case: each passed case its share
+    weights: dict[str, float] = field(default_factory=dict)  # family -> weight of each of its cases (default 1)
+
+    def weight(self, family: str) -> float:
+        return self.weights.get(family, 1.0)
+
+
 @dataclass(frozen=True)
 class Spec:
     entry_point: str
@@ -58,7 +72,18 @@ class Spec:
     families: dict[str, Family]
     templates: tuple[CaseTemplate, ...]  # explicit cases, then each family's drawn ones
     policy: dict[str, Any]
-    known_mistakes: bool = True  # [diagnosis]: name a known mistake when the output matches one
+    scoring: Scoring = field(default_factory=Scoring)
+    hidden_case_details: bool = False  # [report]: full mismatch detail for hidden cases too (practice only)
+    known_mistakes: bool = True  # [diagnosis]: name a known mistake when a wrong answer's output matches one
+
+    def seed_warnings(self, hidden_seed: str, public_only: bool = False) -> list[str]:
+        """What a report must say about its seed: hidden cases from the fixed local seed are no secret."""
+        if public_only or hidden_seed != self.default_hidden_seed:
+            return []
+        return [
+            f"the hidden cases come from the fixed local seed (no {self.seed_env_var} and no --seed), which anyone can reproduce: "
+            f"set a secret seed in {self.seed_env_var} before grading for real"
+        ]
 
     def tolerances(self, family: str, dtype: str) -> tuple[float, float]:
         """(tolerance on outputs, tolerance on gradients) for a case of this family and dtype."""
@@ -82,6 +107,22 @@ def _templates(families: dict[str, Family], explicit: list[dict]) -> tuple[CaseT
     if len(names) != len(set(names)):
         raise ValueError("case names in the spec must be unique")
     return tuple(templates)
+
+
+def _scoring(table: dict[str, Any], families: dict[str, Family]) -> Scoring:
+    mode = table.get("mode", "all_or_nothing")
+    if mode not in SCORING_MODES:
+        raise ValueError(f"[scoring] mode must be one of {', '.join(SCORING_MODES)}, not {mode!r}")
+    weights = table.get("weights", {})
+    for family, weight in weights.items():
+        if family not in families:
+            raise ValueError(f"[scoring.weights] names {family!r}, which is not a family; families: {', '.join(families)}")
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or weight <= 0:
+            raise ValueError(f"[scoring.weights] {family} must be a positive number, not {weight!r}")
+    unknown = set(table) - {"mode", "weights"}
+    if unknown:
+        raise ValueError(f"[scoring] has unknown keys: {', '.join(sorted(unknown))} (known: mode, weights)")
+    return Scoring(mode, {family: float(weight) for family, weight in weights.items()})
 
 
 def parse_spec(data: dict[str, Any]) -> Spec:
@@ -114,8 +155,17 @@ def parse_spec(data: dict[str, Any]) -> Spec:
         families=families,
         templates=_templates(families, data.get("cases", [])),
         policy=data.get("policy", {}),
-        known_mistakes=bool(data.get("diagnosis", {}).get("known_mistakes", True)),
+        scoring=_scoring(data.get("scoring", {}), families),
+        hidden_case_details=_flag(data.get("report", {}), "hidden_case_details"),
+        known_mistakes=_flag(data.get("diagnosis", {}), "known_mistakes", default=True),
     )
+
+
+def _flag(table: dict[str, Any], key: str, default: bool = False) -> bool:
+    value = table.get(key, default)
+    if not isinstance(value, bool):
+        raise ValueError(f"{key} must be true or false")
+    return value
 
 
 @cache

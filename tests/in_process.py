@@ -13,9 +13,10 @@ from pathlib import Path
 
 from torch import Tensor
 
+from grader import protocol
 from grader.cases import Case, make_cases, seed_public_id
 from grader.child.runner import _run_calls, load_submission
-from grader.diagnosis import diagnose
+from grader.diagnosis import Received, diagnose
 from grader.expected import Expected, expected_for
 from grader.judge import judge_reply, overall
 from grader.report import hints
@@ -41,18 +42,26 @@ def entry_point(path: Path) -> Callable:
     return load_submission(str(path)).mlm_forward_tied
 
 
-def judge(fn: Callable, spec: Spec, seed: str = SEED, public_only: bool = False) -> tuple[list[Case], list[CaseResult], dict[str, dict[str, Tensor]]]:
-    """Every case, as the grader judges it: the cases, their results, and the tensors returned
-    for each failing case."""
+def kept(case: Case, tensors: dict[str, Tensor]) -> dict[str, Tensor]:
+    """The tensors the grader keeps of a reply (grader/protocol.py): those of the dtype and shape the
+    case expects; an output or an input after the call of another dtype or shape is read past."""
+    expected = protocol.expect_result(case).tensors
+    return {name: t for name, t in tensors.items() if expected.get(name) == protocol.TensorSpec(str(t.dtype).removeprefix("torch."), tuple(t.shape))}
+
+
+def judge(fn: Callable, spec: Spec, seed: str = SEED, public_only: bool = False) -> tuple[list[Case], list[CaseResult], Received]:
+    """Every case, as the grader judges it: the cases, their results, and the reply and kept
+    tensors of each failing case."""
     cases, results, received = [], [], {}
     for case, expected in cases_and_expected(spec, seed, public_only):
         result = CaseResult(case.name, case.family, case.dtype, case.public, case.shape_text())
         started = time.perf_counter()
         reply, tensors = _run_calls(fn, *case.request(), "submission.py")
         result.seconds = time.perf_counter() - started
+        tensors = kept(case, tensors)
         judge_reply(case, expected, reply, tensors, spec, result)
         if not result.passed:
-            received[case.name] = tensors
+            received[case.name] = reply, tensors
         cases.append(case)
         results.append(result)
     return cases, results, received

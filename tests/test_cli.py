@@ -2,6 +2,11 @@
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -186,3 +191,60 @@ def test_skipping_the_static_check_is_refused_without_a_real_sandbox():
     result = run_grader(str(SUBMISSIONS / "forbidden_api" / "plain_torch_softmax.py"), "--no-static-check", "--isolation", "process")
     assert result.returncode == 2 and "--no-static-check needs bubblewrap or uid" in result.stderr
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize("how", ["env", "flag"])
+def test_an_empty_seed_is_a_usage_error(how):
+    args, env = (["--seed", ""], {}) if how == "flag" else ([], {"MLM_GRADER_SEED": ""})
+    result = run_grader(str(CORRECT), *args, env=env)
+    assert result.returncode == 2 and result.stdout == ""
+    assert ("--seed is empty" if how == "flag" else "MLM_GRADER_SEED is set but empty") in result.stderr
+
+
+def test_a_secret_seed_is_never_left_to_the_process_backend_silently():
+    no_walls = {"PATH": "/nonexistent"}  # neither bwrap nor setpriv: auto would fall back to process
+    refused = run_grader(str(CORRECT), "--json", env={**no_walls, "MLM_GRADER_SEED": "keep-it-secret"})
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert "no isolation that keeps it from the submission works here" in refused.stderr and "Install bubblewrap" in refused.stderr
+    flagged = run_grader(str(CORRECT), "--json", "--seed", "keep-it-secret", env=no_walls)
+    assert flagged.returncode == 2 and "no isolation that keeps it" in flagged.stderr
+
+    explicit = run_grader(str(CORRECT), "--json", "--isolation", "process", env={**no_walls, "MLM_GRADER_SEED": "keep-it-secret"})
+    assert explicit.returncode == 0
+    assert "a secret seed is not protected" in json.loads(explicit.stdout)["isolation"]
+    assert "does not keep the secret seed from the submission" in explicit.stderr
+
+    unseeded = run_grader(str(CORRECT), "--json", env=no_walls)  # the fixed local seed has nothing to protect
+    assert unseeded.returncode == 0 and json.loads(unseeded.stdout)["isolation"].startswith("process")
+
+
+def test_the_seed_is_gone_from_the_graders_environment_and_command_line_before_its_child_starts():
+    env_seed, flag_seed = "env-secret-271828", "flag-secret-314159"
+    grader = subprocess.Popen(
+        [sys.executable, "-m", "grader", str(CORRECT), "--isolation", "process", "--json", "--seed", flag_seed],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "MLM_GRADER_SEED": env_seed},
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not children_of(grader.pid):  # a child can read these files as soon as it exists
+            assert grader.poll() is None and time.monotonic() < deadline
+            time.sleep(0.002)
+        seen = Path(f"/proc/{grader.pid}/environ").read_bytes() + Path(f"/proc/{grader.pid}/cmdline").read_bytes()
+    finally:
+        out, _ = grader.communicate(timeout=300)
+    assert b"--seed" in seen and env_seed.encode() not in seen and flag_seed.encode() not in seen
+    assert json.loads(out)["verdict"] == "accepted"
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            pass
+    return found

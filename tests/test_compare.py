@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from grader.compare import bitwise_equal, compare_values
+from grader.compare import bitwise_equal, compare_values, error_to_tolerance
 
 EXPECTED = torch.tensor([[1.0, -2.0, 4.0], [0.5, 0.0, -4.0]], dtype=torch.float64)
 TOL = 1e-3  # allowed absolute error: 1e-3 * max|expected| = 4e-3
@@ -77,3 +77,26 @@ def test_bitwise_equal_sees_every_change():
     assert not bitwise_equal(a, torch.tensor([-0.0, 1.0]))  # equal as numbers, different bits
     assert not bitwise_equal(a, a.double())
     assert not bitwise_equal(a, a.reshape(2, 1))
+
+
+@pytest.mark.parametrize(
+    "error, shown",
+    [
+        (0.0099, "error 2.5x the tolerance"),
+        (0.1488, "error 37x the tolerance"),
+        (1.5, "error 380x the tolerance"),
+        (5.0, "error more than 1000x the tolerance"),
+    ],
+)
+def test_a_hidden_case_is_told_only_its_error_relative_to_the_tolerance(error, shown):
+    got = EXPECTED.clone()
+    got[1, 0] += error
+    message = error_to_tolerance(compare_values(EXPECTED, got, TOL, show_values=False), TOL)
+    assert message == f"{shown}; hidden case: only the size of the error is shown"
+
+
+def test_a_hidden_case_with_non_finite_values_is_told_so_without_a_count():
+    got = EXPECTED.clone()
+    got[0, 0] = math.nan
+    message = error_to_tolerance(compare_values(EXPECTED, got, TOL, show_values=False), TOL)
+    assert message == "non-finite values returned (NaN and inf never pass); hidden case: only the size of the error is shown"

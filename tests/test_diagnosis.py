@@ -18,7 +18,7 @@ import torch
 
 from grader import diagnosis
 from grader.diagnosis import CONCLUSIONS, PROBES, analyse, localise
-from grader.report import render_text
+from grader.formats.text import render_text
 from grader.results import CaseResult, Report, Verdict
 from grader.spec import load_spec, parse_spec
 from reference import mlm_forward_tied
@@ -130,11 +130,18 @@ def test_the_spec_holds_every_probe_the_diagnosis_reads():
 
 @pytest.mark.parametrize("twin", MISTAKES, ids=lambda twin: twin.name)
 def test_each_twin_run_as_a_submission_is_named_and_localised(twin):
-    finding = finding_of(twin)
+    cases, results, received = judged(twin)
+    assert {r.status for r in results} <= {"passed", Verdict.WRONG_ANSWER}
+    finding = analyse(cases, results, received, SPEC)
     assert finding.mistake == twin.name, finding.sentences
     assert finding.part == TWIN_PARTS[twin.name], finding.sentences
     sentence = next(s for s in finding.sentences if twin.what in s)
-    assert sentence.startswith("Your logits are right and your gradients match" if twin.gradient_only else "Your logits match")
+    if twin.gradient_only:
+        assert sentence.startswith("Your logits are right and your gradients match")
+    elif all(r.check == "shape" for r in results if not r.passed):  # a result of the wrong shape is not kept: its shape is what matches
+        assert sentence.startswith("Your results have the shape of the reference")
+    else:
+        assert sentence.startswith("Your logits match the reference")
     assert finding.sentences[-1] == CONCLUSIONS[finding.part] if finding.part else len(finding.sentences) == 1
 
 

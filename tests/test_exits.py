@@ -12,8 +12,8 @@ from grader.spec import load_spec
 LIMITS = load_spec().limits
 
 
-def ended(returncode=0, by_grader=False, cpu=1.0, oom=0, pids=0) -> Exit:
-    return Exit(returncode, by_grader, cpu, oom, pids)
+def ended(returncode=0, by_grader=False, cpu=1.0, oom=0, pids=0, limit="") -> Exit:
+    return Exit(returncode, by_grader, cpu, oom, pids, limit)
 
 
 @pytest.mark.parametrize(
@@ -28,6 +28,8 @@ def ended(returncode=0, by_grader=False, cpu=1.0, oom=0, pids=0) -> Exit:
         (ended(0), Verdict.RUNTIME_ERROR, "exited with status 0"),
         (ended(3), Verdict.RUNTIME_ERROR, "exited with status 3"),
         (ended(-signal.SIGSEGV, pids=2), Verdict.RUNTIME_ERROR, "after reaching the limit of 64 processes"),
+        (ended(-signal.SIGKILL, by_grader=True, limit="cpu"), Verdict.TIME_LIMIT_EXCEEDED, "CPU time, all processes together,"),
+        (ended(-signal.SIGKILL, by_grader=True, limit="total"), Verdict.TIME_LIMIT_EXCEEDED, "total limit of 180 s of wall time"),
     ],
 )
 def test_each_ending_gets_its_verdict(exit, verdict, words):

@@ -108,17 +108,22 @@ def verdict_with_static_check(path: Path) -> str:
 @pytest.mark.parametrize("path", HOSTILE, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_hostile_file_is_rejected_and_leaves_no_trace(path, static_check, tmp_path, loopback_service):
     before = checkout_digest()
+    # A copy named for this run, so that the leftover checks below see this run's processes and
+    # cgroups only, not those of the same file graded the other way by another test worker.
+    run_name = f"{path.stem}_{'static' if static_check else 'walls'}"
+    copy = tmp_path / f"{run_name}.py"
+    copy.write_bytes(path.read_bytes())
     extra = ["--spec", str(fast_spec(tmp_path))] if path.parent.name == "time_limit_exceeded" else []
     extra += [] if static_check else ["--no-static-check"]
-    report, status = grade_json(str(path), *extra, env={"MLM_GRADER_SEED": SECRET})
+    report, status = grade_json(str(copy), *extra, env={"MLM_GRADER_SEED": SECRET})
 
     expected = verdict_with_static_check(path) if static_check else path.parent.name
     assert report["verdict"] == expected, report["message"]
     assert status == 1
     assert SECRET not in report["stdout"] + report["stderr"] + report["message"]
     assert markers() == []
-    assert their_processes(path.stem) == []
-    assert their_cgroups(path.stem) == []
+    assert their_processes(run_name) == []
+    assert their_cgroups(run_name) == []
     assert checkout_digest() == before
     assert loopback_service == []
     if bubblewrap_works():

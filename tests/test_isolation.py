@@ -1,8 +1,13 @@
-"""The walls themselves: what bubblewrap exposes, the cgroup's life, how a backend is chosen."""
+"""The walls themselves: what bubblewrap exposes and lets be written, the seccomp filter, the
+cgroup's life, whose processes the uid backend may kill, the secret kept from other processes,
+how a backend is chosen."""
 
+import json
 import os
+import pwd
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,10 +28,84 @@ def test_bubblewrap_never_exposes_the_repository_the_reference_or_the_grader(tmp
     for secret in (ROOT, ROOT / "reference", ROOT / "grader", ROOT / "problem", ROOT / "tests"):
         assert not any(s == secret or secret.is_relative_to(s) for s in sources), secret
     assert "--bind" not in command  # nothing of the host is writable inside
-    assert {"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop"} <= set(command)
+    assert {"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop"} <= set(command)
     first_bind = command.index("--ro-bind")
     assert command.index("--tmpfs") < first_bind  # else a venv under /tmp would be hidden by the tmpfs
     assert [str(tmp_path / "kit"), isolation.SANDBOX_KIT] == command[command.index(str(tmp_path / "kit")) :][:2]
+
+
+def test_bubblewrap_sizes_every_tmpfs_and_makes_the_root_read_only_after_the_last_mount(tmp_path):
+    command = isolation.bubblewrap_command(["python"], tmp_path / "kit", tmp_path / "submission")
+    mounts = [i for i, word in enumerate(command) if word in ("--ro-bind", "--bind", "--tmpfs", "--dev", "--proc", "--symlink")]
+    for i in mounts:
+        if command[i] == "--tmpfs":
+            assert command[i - 2] == "--size", f"{command[i + 1]} has no size"
+    assert command[mounts[-1] + 3 : mounts[-1] + 7] == ["--remount-ro", "/dev", "--remount-ro", "/"]
+
+
+def run_in_sandbox(tmp_path: Path, code: str, seccomp: bool = False) -> str:
+    """Run `code` in the real sandbox (rlimits as for a submission) and return its stdout."""
+    (tmp_path / "kit").mkdir(exist_ok=True)
+    (tmp_path / "submission").mkdir(exist_ok=True)
+    fd = isolation.seccomp_fd() if seccomp else None
+    try:
+        command = isolation.bubblewrap_command([sys.executable, "-I", "-S", "-c", code], tmp_path / "kit", tmp_path / "submission", fd)
+        result = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            pass_fds=[fd] if fd is not None else [],
+            timeout=60,
+            preexec_fn=lambda: isolation.apply_limits_in_child(LIMITS, [], None),
+        )
+    finally:
+        if fd is not None:
+            os.close(fd)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+needs_bubblewrap = pytest.mark.skipif(not isolation.bubblewrap_works(), reason="needs bubblewrap (CI installs it)")
+
+WRITE_PROBE = """
+import json, os
+def fill(folder, mib):
+    written = 0
+    try:
+        for index in range(mib // 8):
+            with open(os.path.join(folder, f"probe-{index}"), "wb") as f:
+                for _ in range(8):
+                    f.write(b"x" * (1 << 20)); f.flush(); written += 1
+    except OSError as error:
+        return written, error.strerror
+    return written, "all written"
+places = ["/", "/dev", "/dev/shm", "/tmp", "/sandbox", "/sandbox/kit", "/sandbox/submission", "/usr", "/proc/self", "/proc/sys/kernel"]
+report = {place: fill(place, MIB) for place in places}
+with open("/dev/null", "wb") as f:
+    report["/dev/null"] = (f.write(b"x"), "written")
+mounts = [line.split(" - ") for line in open("/proc/self/mountinfo")]
+report["mounts"] = [(left.split()[4], left.split()[5], right.split()[0], right.split()[2]) for left, right in mounts]
+print(json.dumps(report))
+"""
+
+
+@needs_bubblewrap
+def test_inside_bubblewrap_only_the_sized_tmp_and_dev_shm_take_writes(tmp_path):
+    tries = isolation.TMPFS_MIB + 24  # more than any writable place may hold
+    report = json.loads(run_in_sandbox(tmp_path, WRITE_PROBE.replace("MIB", str(tries))))
+    assert report.pop("/tmp") == [isolation.TMPFS_MIB, "No space left on device"]
+    assert report.pop("/dev/shm") == [isolation.SHM_MIB, "No space left on device"]
+    assert report.pop("/dev/null") == [1, "written"]
+    mounts = report.pop("mounts")
+    for place, (written, why) in report.items():
+        assert written == 0 and why != "all written", (place, written, why)
+    # Every writable mount is a sized tmpfs, the kernel's own proc or devpts, or a device node.
+    for target, options, fs_type, super_options in mounts:
+        if "rw" in options.split(","):
+            sized = fs_type == "tmpfs" and "size=" in super_options
+            assert sized or fs_type in ("proc", "devpts") or target in ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"), (
+                target
+            )
 
 
 def cgroups_available() -> bool:
@@ -55,22 +134,215 @@ def test_backend_choice():
         assert isolation.choose_backend("auto") == isolation.choose_backend("strict") == "bubblewrap"
 
 
-@pytest.mark.skipif(not isolation.bubblewrap_works() or isolation.seccomp_program() is None, reason="needs bubblewrap and libseccomp")
-def test_seccomp_refuses_internet_sockets_and_ptrace_inside_the_sandbox(tmp_path):
-    probe = (
-        "import socket, errno, ctypes\n"
-        "try:\n    socket.socket(socket.AF_INET); print('inet allowed')\n"
-        "except OSError as e:\n    print('inet', errno.errorcode[e.errno])\n"
-        "socket.socket(socket.AF_UNIX).close(); print('unix allowed')\n"
-        "libc = ctypes.CDLL(None, use_errno=True)\n"
-        "print('ptrace', libc.ptrace(0, 0, 0, 0), errno.errorcode[ctypes.get_errno()])\n"
-    )
-    (tmp_path / "kit").mkdir()
-    (tmp_path / "submission").mkdir()
-    fd = isolation.seccomp_fd()
+SOCKET_PROBE = """
+import ctypes, errno, json, os, socket
+def attempt(make):
     try:
-        command = isolation.bubblewrap_command([sys.executable, "-I", "-S", "-c", probe], tmp_path / "kit", tmp_path / "submission", fd)
-        output = subprocess.run(command, capture_output=True, text=True, pass_fds=[fd], timeout=60).stdout
+        make().close()
+        return "allowed"
+    except OSError as error:
+        return errno.errorcode[error.errno]
+# Linux's numbers: Python's socket module lacks some names on some builds
+families = {"AF_INET": 2, "AF_INET6": 10, "AF_PACKET": 17, "AF_NETLINK": 16, "AF_VSOCK": 40, "AF_BLUETOOTH": 31, "AF_ALG": 38,
+            "AF_CAN": 29, "AF_TIPC": 30, "AF_RDS": 21, "AF_KEY": 15, "AF_XDP": 44}
+report = {}
+for name, family in families.items():
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM, socket.SOCK_RAW):
+        report[f"socket {name} {kind.name}"] = attempt(lambda: socket.socket(family, kind))
+    report[f"socketpair {name}"] = attempt(lambda: socket.socketpair(family)[0])
+report["socket AF_UNIX"] = attempt(lambda: socket.socket(socket.AF_UNIX))
+report["socketpair AF_UNIX"] = attempt(lambda: socket.socketpair(socket.AF_UNIX)[0])
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def call(number, *args):
+    result = libc.syscall(ctypes.c_long(number), *(ctypes.c_long(a) for a in args))
+    return "allowed" if result >= 0 else errno.errorcode[ctypes.get_errno()]
+if os.uname().machine == "x86_64":
+    report["socket AF_INET with high bits"] = call(41, (1 << 32) | socket.AF_INET, socket.SOCK_DGRAM, 0)
+    report["keyctl"] = call(250, 0, -3, 0)
+    report["userfaultfd"] = call(323, 1)
+report["ptrace"] = "allowed" if libc.ptrace(0, 0, 0, 0) == 0 else errno.errorcode[ctypes.get_errno()]
+report["unshare user namespace"] = "allowed" if libc.unshare(0x10000000) == 0 else errno.errorcode[ctypes.get_errno()]
+print(json.dumps(report))
+"""
+
+
+@pytest.mark.skipif(not isolation.bubblewrap_works() or isolation.seccomp_program() is None, reason="needs bubblewrap and libseccomp")
+def test_seccomp_allows_only_unix_sockets_and_refuses_ptrace_and_escape_calls_inside_the_sandbox(tmp_path):
+    report = json.loads(run_in_sandbox(tmp_path, SOCKET_PROBE, seccomp=True))
+    assert report.pop("socket AF_UNIX") == report.pop("socketpair AF_UNIX") == "allowed"
+    assert {name: result for name, result in report.items() if name.startswith("socket")} == {name: "EACCES" for name in report if name.startswith("socket")}
+    assert report["ptrace"] == report["unshare user namespace"] == "EPERM"
+    if "keyctl" in report:
+        assert report["keyctl"] == report["userfaultfd"] == "EPERM"
+
+
+@pytest.mark.skipif(isolation.seccomp_program() is None, reason="needs libseccomp")
+def test_every_denied_call_is_one_the_filter_knows():
+    import pyseccomp
+
+    if os.uname().machine == "x86_64":  # elsewhere some (iopl, ioperm) do not exist
+        assert [name for name in isolation.DENIED_CALLS if pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, name) < 0] == []
+
+
+@needs_bubblewrap
+def test_a_nested_user_namespace_is_refused_even_without_seccomp(tmp_path):
+    code = "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nprint(libc.unshare(0x10000000), os.strerror(ctypes.get_errno()))"
+    assert run_in_sandbox(tmp_path, code).split()[0] == "-1"
+
+
+def test_describe_says_what_the_walls_are():
+    text = isolation.describe("bubblewrap", None, LIMITS)
+    assert f"private {isolation.TMPFS_MIB} MiB /tmp and {isolation.SHM_MIB} MiB /dev/shm" in text and "read-only root" in text
+    if isolation.seccomp_program() is not None:
+        assert "sockets of the AF_UNIX family only" in text and "no ptrace" in text
+    assert "a secret seed is not protected" in isolation.describe("process", None, LIMITS)
+
+
+# The uid backend: a dedicated user, and kills confined to it.
+
+
+def test_the_runner_user_is_only_the_dedicated_one_never_nobody(monkeypatch):
+    try:
+        expected = pwd.getpwnam("mlm-runner")[2:4]
+    except KeyError:
+        expected = None
+    isolation.runner_ids.cache_clear()
+    assert isolation.runner_ids() == (tuple(expected) if expected else None)
+    monkeypatch.setattr(isolation, "RUNNER_USER", "nobody")  # even when named, a shared user is refused
+    isolation.runner_ids.cache_clear()
+    assert isolation.runner_ids() is None
+    monkeypatch.undo()
+    isolation.runner_ids.cache_clear()
+
+
+@pytest.mark.skipif(isolation.runner_ids() is not None, reason="the message for a missing runner user")
+def test_without_the_runner_user_the_uid_backend_says_how_to_create_it():
+    with pytest.raises(isolation.IsolationUnavailable, match="useradd --system --no-create-home --shell /usr/sbin/nologin mlm-runner"):
+        isolation.choose_backend("uid")
+
+
+SWITCH_USER = "import ctypes, os, time; os.setgroups([]); os.setresgid({uid}, {uid}, {uid}); os.setresuid({uid}, {uid}, {uid})"
+
+
+def free_uid() -> int:
+    taken = {entry.pw_uid for entry in pwd.getpwall()}
+    return next(uid for uid in range(61000, 65000) if uid not in taken)
+
+
+def as_user(uid: int, *command: str, new_session: bool = False) -> subprocess.Popen:
+    drop = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+    return subprocess.Popen([*drop, *command], start_new_session=new_session)
+
+
+def alive(process: subprocess.Popen) -> bool:
+    return process.poll() is None
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0 or not isolation.shutil.which("setpriv"), reason="starts processes as other users")
+
+
+@pytest.fixture
+def scratch_runner(monkeypatch, tmp_path):
+    """An unused uid standing in for the runner user, held by this process through a lock in tmp_path."""
+    uid = free_uid()
+    monkeypatch.setattr(isolation, "runner_ids", lambda: (uid, uid))
+    monkeypatch.setattr(isolation, "RUNNER_LOCK_DIR", tmp_path)
+    monkeypatch.setattr(isolation, "_runner_lock", None)
+    yield uid
+    if isolation._runner_lock is not None:
+        os.close(isolation._runner_lock)
+
+
+@needs_root
+def test_the_kill_reaches_every_process_of_the_runner_user_and_nothing_else(scratch_runner):
+    uid = scratch_runner
+    nobody = as_user(65534, "sleep", "60")
+    ours = subprocess.Popen(["sleep", "60"])
+    runner = as_user(uid, "sleep", "60")
+    escaped = as_user(uid, "setsid", "--fork", "sleep", "60", new_session=True)  # an orphan in a session of its own
+    hidden = subprocess.Popen(  # made non-dumpable: its /proc files then belong to root
+        [sys.executable, "-c", f"{SWITCH_USER.format(uid=uid)}; ctypes.CDLL(None).prctl(4, 0); time.sleep(60)"]
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while os.stat(f"/proc/{hidden.pid}/status").st_uid != 0 or f"\t{uid}\t" not in Path(f"/proc/{hidden.pid}/status").read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)  # until it has switched and hidden
+        with pytest.raises(ValueError):
+            isolation.kill_processes_of(uid)  # not held by this process yet
+        isolation.hold_runner_user(uid)
+        with pytest.raises(ValueError):
+            isolation.kill_processes_of(65534)
+        isolation.kill_processes_of(uid)
+        for process in (runner, escaped, hidden):
+            process.wait(timeout=10)
+        assert [pid for pid in os.listdir("/proc") if pid.isdigit() and uid in isolation._real_and_saved_uids(pid)] == []
+        assert alive(nobody) and alive(ours)
     finally:
-        os.close(fd)
-    assert output.splitlines() == ["inet EACCES", "unix allowed", "ptrace -1 EPERM"]
+        for process in (nobody, ours, runner, escaped, hidden):
+            process.kill()
+            process.wait()
+
+
+def test_the_runner_user_is_held_by_one_grader_at_a_time(scratch_runner, tmp_path):
+    isolation.hold_runner_user(scratch_runner)
+    lock = tmp_path / f"mlm-grader-runner-{scratch_runner}.lock"
+    other = subprocess.run(["flock", "--nonblock", str(lock), "true"])
+    assert other.returncode != 0  # another grader would wait
+    isolation.hold_runner_user(scratch_runner)  # again in the same process: already held
+
+
+@needs_root
+def test_a_lock_file_of_another_user_is_refused(scratch_runner, tmp_path):
+    lock = tmp_path / f"mlm-grader-runner-{scratch_runner}.lock"
+    lock.touch()
+    os.chown(lock, 65534, 65534)
+    with pytest.raises(isolation.IsolationUnavailable, match="belongs to another user"):
+        isolation.hold_runner_user(scratch_runner)
+
+
+@pytest.mark.skipif(
+    not isolation.uid_separation_works(), reason="needs the mlm-runner user and an interpreter it can read (the container test runs the uid backend)"
+)
+def test_grading_under_the_uid_backend_leaves_other_users_processes_alone():
+    nobody = as_user(65534, "sleep", "60")
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "grader", str(ROOT / "tests/submissions/wrong_answer/hostile_fork_many.py"), "--isolation", "uid", "--json"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert json.loads(result.stdout)["isolation"].startswith("uid")
+        assert alive(nobody)
+    finally:
+        nobody.kill()
+        nobody.wait()
+
+
+# The secret seed: gone from what other processes can read of the grader.
+
+SCRUB_PROBE = """
+import sys
+from grader.isolation import scrub_secret
+scrub_secret("MLM_GRADER_SEED", sys.argv[2])
+print(open("/proc/self/environ", "rb").read().hex(), open("/proc/self/cmdline", "rb").read().hex())
+"""
+
+
+def test_the_secret_is_scrubbed_from_proc_environ_and_cmdline():
+    secret = "scrub-me-5550123"
+    result = subprocess.run(
+        [sys.executable, "-c", SCRUB_PROBE, "--seed", secret, f"--seed={secret}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MLM_GRADER_SEED": secret, "KEEP_ME": "still-here"},
+        timeout=60,
+    )
+    environ, cmdline = (bytes.fromhex(part) for part in result.stdout.split())
+    assert secret.encode() not in environ and b"MLM_GRADER_SEED" not in environ
+    assert b"KEEP_ME=still-here" in environ  # the rest is untouched
+    assert secret.encode() not in cmdline and b"--seed" in cmdline

@@ -1,11 +1,14 @@
 """The static forbidden-API check: catches every route, names it, and never flags honest code."""
 
 import ast
+import codecs
 import textwrap
 
 import pytest
 
-from grader.policy import check
+from grader.judge import Rejection, read_source
+from grader.policy import allow_list, check, explain
+from grader.results import Verdict
 from grader.spec import load_spec
 
 POLICY = load_spec().policy
@@ -90,3 +93,256 @@ def test_every_violation_is_reported_at_once_in_source_order():
 )
 def test_honest_code_is_not_flagged(source):
     assert violations(source) == []
+
+
+def violations_at(source: str) -> list[tuple[int, str]]:
+    source = textwrap.dedent(source)
+    return [(v.line, str(v)) for v in check(ast.parse(source), source, POLICY)]
+
+
+# Routes from the allowed modules to forbidden functionality. Each case: the source, the line of
+# the violation that must be reported, and what its message must say.
+@pytest.mark.parametrize(
+    "source, line, named",
+    [
+        # the pure-Python modules offer their functions, never the modules they import
+        ("import typing\nsys = typing.sys\nF = sys.modules['torch.nn.functional']", 2, "typing.sys is a module outside the allowed list"),
+        ("import dataclasses\nb = dataclasses.builtins.__dict__", 2, "dataclasses.builtins is a module outside the allowed list"),
+        ("import dataclasses\nframe = dataclasses.inspect.currentframe()", 2, "dataclasses.inspect is a module outside the allowed list"),
+        ("import enum\nmodules = enum.sys.modules", 2, "enum.sys is a module outside the allowed list"),
+        ("from typing import sys", 1, "typing.sys is a module outside the allowed list"),
+        ("import dataclasses\nb = getattr(dataclasses, 'builtins')", 2, "dataclasses.builtins"),
+        # a module kept in a container hides what is used from it
+        ("import typing\nsys = [typing][0].sys", 2, "the module typing is used as a value"),
+        ("import typing\nsys = [typing][0].sys", 2, "sys is a module (torch.sys, typing.sys"),
+        ("import torch\nstorage = {'t': torch}['t'].storage", 2, "the module torch is used as a value"),
+        ("import torch\ndef f(m):\n    return m\nf(torch.linalg)", 4, "the module torch.linalg is used as a value"),
+        ("import torch as m\nimport typing as m\ny = m.random", 3, "m is bound to the module torch by an import and to something else"),
+        ("import torch\ndef f(torch):\n    return torch.storage", 3, "torch is bound to the module torch by an import and to something else"),
+        # class and keyword patterns of match read attributes too
+        ("import torch\nmatch x:\n    case object(softmax=sm):\n        y = sm(-1)", 3, ".softmax is forbidden (built-in softmax)"),
+        ("import torch\nmatch x:\n    case torch.Tensor(softmax=sm):\n        y = sm(-1)", 3, "torch.Tensor.softmax is forbidden"),
+        ("match x:\n    case object(sys=s):\n        pass", 2, "sys is a module"),
+        ("match x:\n    case object(__dict__=d):\n        pass", 2, "special attribute __dict__"),
+        ("match x:\n    case {'__torch_dispatch__': f}:\n        pass", 2, '"__torch_dispatch__" names a special attribute'),
+        # classes built at run time from a dict of names
+        ("import torch\nT = type('T', (torch.Tensor,), {})", 2, "type() with more than one argument"),
+        ("import torch\nT = type(x)('T', (torch.Tensor,), {})", 2, "calling type(...)"),
+        ("import abc\nT = abc.ABCMeta('T', (), {})", 2, "calling the metaclass abc.ABCMeta"),
+        ("make = type\nT = make('T', (), {})", 1, "type may only be called directly, with one argument"),
+        ("import enum, torch\nE = enum.Enum('E', names, type=torch.Tensor)", 2, "enum.Enum(name, members) builds a class"),
+        (
+            "import dataclasses, torch\nT = dataclasses.make_dataclass('T', [], bases=(torch.Tensor,), namespace=ns)",
+            2,
+            "dataclasses.make_dataclass is forbidden",
+        ),
+        # special names as strings: dict keys, subscripts, getattr and friends
+        ("d = {'__torch_dispatch__': handler}", 1, '"__torch_dispatch__" names a special attribute'),
+        ("handler = namespace['__torch_function__']", 1, '"__torch_function__" names a special attribute'),
+        ("import functools\nfunctools.update_wrapper(w, f, assigned=('__torch_dispatch__',))", 2, '"__torch_dispatch__"'),
+        ("f = getattr(x, '__torch_function__')", 1, "special attribute __torch_function__"),
+        ("import torch\nclass T(torch.Tensor):\n    def __torch_dispatch__(cls, func, types, args, kwargs):\n        pass", 3, "defining the special name"),
+        # torch's own Python decompositions and operator objects
+        ("import torch\nf = torch._decomp.decomposition_table", 2, "torch._decomp is a private part of torch"),
+        ("import torch\ny = torch._refs.softmax(x, -1)", 2, "torch._refs is a private part of torch"),
+        ("from torch._decomp import decomposition_table", 1, "import from torch._decomp is not allowed"),
+        ("import torch\ny = torch.ops.aten.rms_norm.default(x, [4])", 2, "torch.ops is forbidden"),
+        ("import torch\ny = torch.quantized_lstm.default", 2, "torch.quantized_lstm is part of torch's TorchScript and dispatcher internals"),
+        # files
+        ("import torch\ns = torch.UntypedStorage.from_file('/proc/self/environ', False, 4096)", 2, "torch.UntypedStorage.from_file is forbidden"),
+        ("s = type(x.untyped_storage()).from_file('/etc/passwd', False, 64)", 1, "from_file is forbidden"),
+        ("class Mine:\n    from_file = None\ns = type(x.untyped_storage()).from_file('f', False, 64)", 3, "does not allow it"),
+        ("import numpy as np\nnp.zeros(3).tofile('f')", 2, "tofile is forbidden"),
+        ("p = x.numpy().ctypes.data", 1, "ctypes is forbidden"),
+        # ways around the runtime guard, code from strings, Python's machinery
+        ("import torch\nwith torch.DisableTorchFunction():\n    pass", 2, "torch.DisableTorchFunction is forbidden"),
+        ("import torch\nfuture = torch.fork(f, x)", 2, "torch.fork is forbidden"),
+        ("import typing\nhints = typing.get_type_hints(f)", 2, "typing.get_type_hints is forbidden"),
+        ("import functools\nf = functools.singledispatch(g)", 2, "functools.singledispatch is forbidden"),
+        ("g = (i for i in range(3))\ncaller = g.gi_frame.f_back", 2, "gi_frame is an attribute of Python's machinery"),
+        ("class Mine:\n    gi_frame = None\ncaller = g.gi_frame", 3, "does not allow it"),
+        ("import torch\ng = torch.Graph()", 2, "torch.Graph is part of torch's TorchScript"),
+        # changing the allowed modules
+        ("import torch\ntorch.exp = lambda t: t", 2, "changing torch.exp is forbidden"),
+        ("import torch\nsetattr(torch.Tensor, 'exp', None)", 2, "changing torch.Tensor.exp is forbidden"),
+        # names that are on no allowed object at all
+        ("y = x.foo", 1, "foo is not an attribute of torch, numpy or the Python modules this challenge allows"),
+        ("import torch\ny = torch.foo", 2, "torch.foo is not a public attribute of torch"),
+    ],
+)
+def test_each_route_to_forbidden_functionality_is_refused_at_its_line(source, line, named):
+    found = violations_at(source)
+    assert any(at == line and named in text for at, text in found), found
+
+
+def test_every_violation_names_its_line_column_and_source_text():
+    found = check(ast.parse("import torch\ny = torch.softmax(x, -1)"), "import torch\ny = torch.softmax(x, -1)", POLICY)
+    assert [(v.line, v.column, v.text) for v in found] == [(2, 5, "torch.softmax")]
+    assert str(found[0]).startswith("line 2:5: `torch.softmax`: torch.softmax is forbidden (built-in softmax); write the softmax with exp")
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # the candidate's own methods may use the built-in names, called through any name
+        "class Helper:\n    def softmax(self, x):\n        return x\n    def layer_norm(self, x):\n        return x\n"
+        "    def gelu(self, x):\n        return x\nhelper = Helper()\ny = helper.gelu(helper.layer_norm(helper.softmax(1)))",
+        # functions of the allowed submodules, imported by name
+        "from torch.linalg import vector_norm\nfrom numpy.random import default_rng\ny = vector_norm(x, dim=-1) + default_rng(0).normal()",
+        "import torch\nfrom torch import linalg\nla = torch.linalg\ny = linalg.norm(x) + la.vector_norm(x)",
+        "import numpy.linalg as nla\nimport torch.linalg\ny = nla.svd(a).S + torch.linalg.svd(t).S",
+        # methods and attributes of what torch, numpy and Python return
+        "import torch\ny = x.cpu().contiguous().storage().size() + torch.finfo(x.dtype).eps + x.max(-1).values + x.mT.shape[0]",
+        "import numpy as np\nrng = np.random.default_rng(0)\na = rng.random(3).copy()\nb = {'k': a}.copy().items()\nc = a.flags.writeable",
+        "s = slice(1, 4)\nn = s.start + s.stop + (3.5).as_integer_ratio()[0] + 'a,b'.split(',').index('b')",
+        # the candidate's own attributes: self.x, class attributes, dataclass and namedtuple fields, enums, properties
+        "class Cache:\n    hits = 0\n    def __init__(self):\n        self._store = {}\n    def get(self, k):\n        self.hits += 1\n"
+        "        return self._store.get(k)\n    @property\n    def size(self):\n        return len(self._store)\n    @size.setter\n"
+        "    def size(self, v):\n        pass\nc = Cache()\ny = c.get(1), c.size, c.hits",
+        "from dataclasses import dataclass, field\n@dataclass\nclass Block:\n    w_q: int\n    extra: list = field(default_factory=list)\ny = Block(1).w_q",
+        "from collections import namedtuple\nfrom typing import NamedTuple\nP = namedtuple('P', 'left right')\nclass Q(NamedTuple):\n"
+        "    top: int\ny = P(1, 2).left + Q(3).top",
+        "import enum\nclass Kind(enum.Enum):\n    SOFT = 1\ny = Kind.SOFT.value + len(Kind.SOFT.name)",
+        # a custom autograd function
+        "import torch\nclass Cube(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        ctx.save_for_backward(x)\n"
+        "        return x**3\n    @staticmethod\n    def backward(ctx, g):\n        (x,) = ctx.saved_tensors\n        return 3 * x * x * g\ny = Cube.apply(x)",
+        # types as they are used honestly
+        "import torch\nok = isinstance(x, torch.Tensor) and type(x).__name__ == 'Tensor'\ndef f(t: type[int]) -> type:\n    return t",
+        "import functools\nimport torch\nrow_sum = functools.partial(torch.sum, dim=-1)\n@functools.lru_cache(maxsize=None)\ndef c(n):\n    return n\n"
+        "@torch.no_grad()\ndef g(x):\n    return row_sum(x)\nc.cache_clear()",
+        "class Net:\n    def __init__(self):\n        super().__init__()\n        self.scale = 2\n",
+    ],
+)
+def test_honest_oddities_are_not_flagged(source):
+    assert violations(source) == []
+
+
+def test_a_long_generated_expression_is_checked_without_recursion():
+    # y = torch.tanh(x * 0 + x * 1 + ... + x * 2999): a left-deep chain of 3000 terms, as the parser
+    # builds it (built here directly: Python's own parser gives up before that depth)
+    source = "import torch\ny = torch.tanh(x)\nz = y.softmax(-1)"
+    tree = ast.parse(source)
+    at = {"lineno": 2, "col_offset": 13, "end_lineno": 2, "end_col_offset": 14}
+    expression: ast.expr = ast.Name("x", ast.Load(), **at)
+    for i in range(1, 3000):
+        term = ast.BinOp(ast.Name("x", ast.Load(), **at), ast.Mult(), ast.Constant(i, **at), **at)
+        expression = ast.BinOp(expression, ast.Add(), term, **at)
+    tree.body[1].value.args = [expression]
+    found = check(tree, source, POLICY)
+    assert [(v.line, v.text) for v in found] == [(3, "y.softmax")]
+
+
+def test_a_long_chain_of_aliases_resolves_in_any_order():
+    # a_2999 = a_2998 ... a_1 = a_0, written in reverse order, a_0 = torch at the end
+    lines = [f"a_{i} = a_{i - 1}" for i in range(2999, 0, -1)] + ["a_0 = torch", "y = a_2999.softmax(x, -1)"]
+    found = violations("import torch\n" + "\n".join(lines))
+    assert len(found) == 1 and "torch.softmax is forbidden" in found[0] and found[0].startswith("line 3002:")
+
+
+def test_a_name_bound_to_two_things_is_not_taken_for_a_module():
+    found = violations("import torch\nimport typing\nt = torch\nt = typing\ny = t.sys")
+    assert any("line 4:" in v and "the module typing is used as a value" in v for v in found), found
+    assert any("line 5:" in v and "sys is a module" in v for v in found), found
+
+
+def test_a_byte_order_mark_is_not_part_of_the_code():
+    source = "import torch\ny = torch.softmax(x, -1)"
+    found = check(ast.parse(source), "\ufeff" + source, POLICY)
+    assert [(v.line, v.column, v.text) for v in found] == [(2, 5, "torch.softmax")]
+
+
+def test_no_forbidden_module_or_function_is_reachable_through_allowed_names():
+    """Walk what the allow-list lets a file reach, four attributes deep from the allowed modules:
+    modules by their allowed members only (a module is never an unidentified value), any other
+    object by any allowed name. Nothing forbidden may be on the way."""
+    import builtins
+    import types
+    import warnings
+
+    import numpy
+    import torch
+
+    allow = allow_list(POLICY)
+    forbidden = {id(getattr(builtins, name)): name for name in POLICY["forbidden_builtins"] + POLICY["attribute_builtins"]}
+    forbidden |= {id(obj): name for name, obj in [("torch.load", torch.load), ("torch.save", torch.save), ("torch.from_file", torch.from_file)]}
+    forbidden |= {id(obj): name for name, obj in [("from_file", torch.UntypedStorage.from_file), ("torch.ops", torch.ops), ("numpy.load", numpy.load)]}
+    forbidden |= {id(torch._C.DisableTorchFunction): "DisableTorchFunction", id(torch.softmax): "torch.softmax", id(torch.Tensor.softmax): "Tensor.softmax"}
+    reached: dict[str, str] = {}
+    seen: set[int] = set()
+    frontier: list[tuple[object, str]] = [(module, path) for path, module in allow.modules.items()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(4):
+            following: list[tuple[object, str]] = []
+            for obj, path in frontier:
+                if id(obj) in seen:
+                    continue
+                seen.add(id(obj))
+                if id(obj) in forbidden:
+                    reached[forbidden[id(obj)]] = path
+                if isinstance(obj, (types.FrameType, types.CodeType, types.TracebackType)):
+                    reached[type(obj).__name__] = path
+                if isinstance(obj, types.ModuleType):
+                    if obj.__name__ not in allow.modules:
+                        reached[obj.__name__] = path
+                        continue
+                    following += [(vars(obj)[name], f"{path}.{name}") for name in allow.members[obj]]
+                    continue
+                for name in dir(obj):
+                    if name in allow.names:
+                        try:
+                            following.append((getattr(obj, name), f"{path}.{name}"))
+                        except Exception:
+                            continue
+            frontier = following
+    assert len(seen) > 5000  # the walk did go through torch and numpy
+    assert reached == {}
+
+
+def test_a_file_with_a_byte_order_mark_is_read_and_keeps_its_bytes(tmp_path):
+    path = tmp_path / "bom.py"
+    path.write_bytes(codecs.BOM_UTF8 + b"import torch\ny = torch.softmax(x, -1)\n")
+    source, tree = read_source(path, 1 << 16)
+    assert source.startswith(codecs.BOM_UTF8)  # Python accepts the mark when it imports the file
+    found = check(tree, source.decode(), POLICY)
+    assert [(v.line, v.column, v.text) for v in found] == [(2, 5, "torch.softmax")]
+
+
+def test_a_file_with_a_byte_order_mark_then_bad_utf8_names_the_real_offset(tmp_path):
+    path = tmp_path / "bom.py"
+    path.write_bytes(codecs.BOM_UTF8 + b"x = 1\n# \xff\n")
+    with pytest.raises(Rejection) as refused:
+        read_source(path, 1 << 16)
+    assert refused.value.verdict == Verdict.COMPILE_ERROR
+    assert "line 2: the file is not valid UTF-8 (byte 0xff at offset 11)" in refused.value.message
+
+
+@pytest.mark.parametrize("source", ["x = " + " + ".join(["a"] * 20000), "x = " + "-" * 200000 + "1", "x = a" + ".b" * 100000])
+def test_a_file_too_deeply_nested_to_parse_is_a_compile_error(tmp_path, source):
+    path = tmp_path / "deep.py"
+    path.write_text(source)
+    with pytest.raises(Rejection) as refused:
+        read_source(path, 1 << 20)
+    assert refused.value.verdict == Verdict.COMPILE_ERROR
+    assert "too deeply nested to parse" in refused.value.message
+
+
+def test_a_name_an_allowed_module_does_not_have_is_left_to_fail_at_run_time():
+    # a typo is a runtime_error with Python's own message, not a forbidden use
+    assert violations("import math\nfrom math import gelu\ny = math.tahn(1.0)") == []
+    # a module that makes attributes on demand might have it: refused, with what to do instead
+    assert any("numpy.f2py" in v for v in violations("import numpy\ny = numpy.f2py"))
+
+
+def test_the_source_text_is_cut_by_character_on_lines_with_non_ascii_text_and_any_line_ending():
+    source = "import torch\r\nnote = 'σ²'; y = torch.softmax(x, -1)\rz = 'π' + x.softmax(-1)\n"
+    found = check(ast.parse(source), source, POLICY)
+    assert [(v.line, v.column, v.text) for v in found] == [(2, 18, "torch.softmax"), (3, 11, "x.softmax")]
+
+
+def test_a_report_lists_the_first_violations_and_counts_the_rest():
+    source = "y = x.zzz\n" * 120
+    found = check(ast.parse(source), source, POLICY)
+    report = explain(found)
+    assert len(found) == 120 and report.startswith("120 uses of forbidden APIs")
+    assert report.count("zzz is not an attribute") == 50 and report.endswith("... and 70 more (fix these first)")

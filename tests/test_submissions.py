@@ -16,8 +16,10 @@ FILES = sorted(p for p in SUBMISSIONS.glob("*/*.py") if not p.stem.startswith("h
 FORBIDDEN_NAMES = {
     "aliased_from_import": "torch.softmax",
     "batch_norm_standin": "torch.batch_norm",
-    "container_alias_attention": "multi_head_attention_forward",
-    "container_alias_layer_norm": "torch.nn.functional.layer_norm (line",
+    "container_alias_attention": "nn is a module (torch.nn)",
+    "container_alias_layer_norm": "nn is a module (torch.nn)",
+    "dataclasses_builtins_route": "dataclasses.builtins is a module outside the allowed list",
+    "decomp_softmax": "torch._decomp is a private part of torch",
     "dunder_import": "__import__",
     "exec_encoded": "exec",
     "exp_of_log_softmax": "torch.log_softmax",
@@ -26,21 +28,26 @@ FORBIDDEN_NAMES = {
     "getattr_literal": "torch.layer_norm",
     "group_norm_standin": "torch.group_norm",
     "importlib_module": "importlib",
+    "match_class_pattern": ".softmax is forbidden (built-in softmax)",
     "module_dict_lookup": "torch.__dict__",
     "operator_methodcaller": "operator.methodcaller",
     "plain_torch_softmax": "torch.softmax",
     "rms_norm_of_centred": "torch.rms_norm",
+    "rms_norm_overload": "torch.ops is forbidden",
+    "storage_from_file": "torch.UntypedStorage.from_file is forbidden",
     "tensor_method": ".softmax",
     "torch_c_nn": "torch._C",
     "torch_ops_aten": "torch.ops",
     "transformer_encoder_layer": "torch.nn.TransformerEncoderLayer",
+    "type_three_args": "type() with more than one argument",
+    "typing_sys_route": "typing.sys is a module outside the allowed list",
 }
 
 
 def test_the_corpus_is_complete():
     counts = {folder.name: len(list(folder.glob("*.py"))) for folder in SUBMISSIONS.iterdir() if folder.is_dir()}
     assert counts["accepted"] >= 6 and counts["wrong_answer"] >= 20 and counts["forbidden_api"] >= 15
-    assert set(FORBIDDEN_NAMES) == {p.stem for p in (SUBMISSIONS / "forbidden_api").glob("*.py")}
+    assert set(FORBIDDEN_NAMES) == {p.stem for p in (SUBMISSIONS / "forbidden_api").glob("*.py") if not p.stem.startswith("hostile_")}
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -2,8 +2,10 @@
 
 A frame is: 8-byte little-endian header length, the UTF-8 JSON header, then the raw bytes of each
 tensor the header lists, in order. The header is {"kind": ..., ..., "tensors": [{"name", "dtype",
-"shape"}, ...]}. Decoding checks every dtype against a short list and every size against a limit,
-and builds arrays with numpy.frombuffer: there is no pickle anywhere on this path.
+"shape"}, ...]}. Decoding checks every dtype against a short list and every size against a limit
+before reading the bytes, refuses JSON that is not plain data (NaN, Infinity, absurd nesting), and
+builds arrays with numpy.frombuffer: there is no pickle anywhere on this path. What the fields of a
+header mean, and which frames the grader accepts, is grader/protocol.py's business.
 """
 
 import json
@@ -18,6 +20,7 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int
 NUMPY_DTYPES = {"float32": np.float32, "float64": np.float64, "int64": np.int64, "bool": np.bool_}
 MAX_HEADER_BYTES = 1 << 20
 MAX_FRAME_BYTES = 1 << 30
+MAX_DIMENSIONS = 8
 _LENGTH = struct.Struct("<Q")
 
 
@@ -46,7 +49,7 @@ def encode(message: dict[str, Any], tensors: dict[str, torch.Tensor] | None = No
         array = tensor.detach().cpu().contiguous().numpy()
         described.append({"name": name, "dtype": dtype, "shape": list(array.shape)})
         payload.append(array.tobytes())
-    header = json.dumps({**message, "tensors": described}).encode()
+    header = json.dumps({**message, "tensors": described}, allow_nan=False).encode()
     return _LENGTH.pack(len(header)) + header + b"".join(payload)
 
 
@@ -55,33 +58,93 @@ def write_frame(stream: BinaryIO, message: dict[str, Any], tensors: dict[str, to
     stream.flush()
 
 
-def read_frame(stream: BinaryIO) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-    """Read one frame; raises EOFError at a clean end of stream and WireError on malformed data."""
+def _refuse_constant(name: str) -> None:
+    raise WireError(f"{name} is not a number JSON allows")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise WireError(f"the number {text[:40]} is out of range")
+    return value
+
+
+def parse_json(raw: bytes) -> Any:
+    """Plain JSON data only: NaN, Infinity and numbers that overflow to them are refused, and so is
+    nesting too deep to decode (a RecursionError must not escape to the caller)."""
+    try:
+        return json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise WireError("the header is nested too deeply") from None
+    except (ValueError, TypeError) as error:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise WireError(f"the header is not valid JSON: {str(error)[:200]}") from None
+
+
+def _description(item: Any) -> tuple[str, str, tuple[int, ...]]:
+    if not isinstance(item, dict) or set(item) != {"name", "dtype", "shape"}:
+        raise WireError("a tensor description must be an object with exactly name, dtype and shape")
+    name, dtype, shape = item["name"], item["dtype"], item["shape"]
+    if not isinstance(name, str) or len(name) > 100:
+        raise WireError("a tensor name must be a short string")
+    if not isinstance(dtype, str) or dtype not in DTYPES:
+        raise WireError(f"tensor {name}: unsupported dtype {str(dtype)[:40]}")
+    if not isinstance(shape, list) or len(shape) > MAX_DIMENSIONS or not all(type(n) is int and n >= 0 for n in shape):
+        raise WireError(f"tensor {name}: the shape must be a list of at most {MAX_DIMENSIONS} non-negative integers")
+    return name, dtype, tuple(shape)
+
+
+def read_header(stream: BinaryIO, max_header_bytes: int = MAX_HEADER_BYTES) -> tuple[dict[str, Any], list[tuple[str, str, tuple[int, ...]]]]:
+    """The next frame's header and its tensor descriptions (name, dtype, shape), before any tensor
+    bytes are read. Raises EOFError at a clean end of stream and WireError on malformed data."""
     first = stream.read(_LENGTH.size)
     if not first:
         raise EOFError("the stream closed")
     (header_size,) = _LENGTH.unpack(first + _read_exact(stream, _LENGTH.size - len(first)))
-    if header_size > MAX_HEADER_BYTES:
-        raise WireError(f"header of {header_size} bytes is over the limit")
-    try:
-        header = json.loads(_read_exact(stream, header_size))
-        described = header.pop("tensors")
-    except (ValueError, KeyError, AttributeError, TypeError) as error:
-        raise WireError(f"malformed header: {error}") from None
-    if not isinstance(header, dict) or not isinstance(described, list):
-        raise WireError("malformed header")
-    tensors, total = {}, 0
-    for item in described:
-        try:
-            name, dtype, shape = str(item["name"]), item["dtype"], [int(n) for n in item["shape"]]
-        except (KeyError, TypeError, ValueError):
-            raise WireError("malformed tensor description") from None
-        if dtype not in DTYPES or any(n < 0 for n in shape) or len(shape) > 8:
-            raise WireError(f"unsupported tensor {name}: {dtype} {shape}")
-        size = math.prod(shape) * np.dtype(NUMPY_DTYPES[dtype]).itemsize
-        total += size
-        if total > MAX_FRAME_BYTES:
-            raise WireError("frame is over the size limit")
-        array = np.frombuffer(_read_exact(stream, size), dtype=NUMPY_DTYPES[dtype]).reshape(shape)
-        tensors[name] = torch.from_numpy(array.copy())
+    if header_size > max_header_bytes:
+        raise WireError(f"a header of {header_size} bytes is over the limit of {max_header_bytes}")
+    header = parse_json(_read_exact(stream, header_size))
+    if not isinstance(header, dict):
+        raise WireError("the header is not a JSON object")
+    described = header.pop("tensors", None)
+    if not isinstance(described, list):
+        raise WireError("the header has no list of tensors")
+    tensors = [_description(item) for item in described]
+    names = [name for name, _, _ in tensors]
+    if len(names) != len(set(names)):
+        raise WireError("the header lists a tensor name twice")
     return header, tensors
+
+
+def tensor_bytes(dtype: str, shape: tuple[int, ...]) -> int:
+    return math.prod(shape) * np.dtype(NUMPY_DTYPES[dtype]).itemsize
+
+
+def payload_bytes(described: list[tuple[str, str, tuple[int, ...]]]) -> int:
+    """How many bytes of tensor data follow a header with these descriptions."""
+    return sum(tensor_bytes(dtype, shape) for _, dtype, shape in described)
+
+
+def read_tensor(stream: BinaryIO, dtype: str, shape: tuple[int, ...]) -> torch.Tensor:
+    array = np.frombuffer(_read_exact(stream, tensor_bytes(dtype, shape)), dtype=NUMPY_DTYPES[dtype]).reshape(shape)
+    return torch.from_numpy(array.copy())
+
+
+def skip(stream: BinaryIO, size: int) -> None:
+    """Read past `size` bytes, keeping at most 1 MiB of them at a time."""
+    while size:
+        size -= len(_read_exact(stream, min(size, 1 << 20)))
+
+
+def read_tensors(stream: BinaryIO, described: list[tuple[str, str, tuple[int, ...]]], max_bytes: int) -> dict[str, torch.Tensor]:
+    """The tensors that follow a header, refused before any byte is read when they would be larger
+    in all than max_bytes."""
+    total = payload_bytes(described)
+    if total > max_bytes:
+        raise WireError(f"the frame announces {total} bytes of tensors; at most {max_bytes} are expected")
+    return {name: read_tensor(stream, dtype, shape) for name, dtype, shape in described}
+
+
+def read_frame(stream: BinaryIO, max_bytes: int = MAX_FRAME_BYTES) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    """Read one frame; raises EOFError at a clean end of stream and WireError on malformed data."""
+    header, described = read_header(stream)
+    return header, read_tensors(stream, described, max_bytes)

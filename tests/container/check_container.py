@@ -1,8 +1,7 @@
 """Build both images from the shipped Dockerfile with podman and grade with each of them.
 
-No Docker engine and no registry are reachable here, so the base image is built locally from
-Debian packages (debootstrap) and passed as BASE_IMAGE, and torch comes from the machine's wheel
-folder. Then:
+No Docker engine and no registry are reachable here, so both are built as `make image OFFLINE=1`
+builds them (deploy/image.py: a debootstrap base, torch from the machine's wheel folder). Then:
 - the grader image: every submission below is graded in a container run the way the README says
   (--network none, --read-only, --tmpfs /tmp, the file mounted read-only), its verdict asserted;
 - the runner image: the grader on this host grades them with --isolation docker through the
@@ -13,18 +12,19 @@ folder. Then:
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from deploy import image  # noqa: E402 - the same build as `make image OFFLINE=1`
+
 BUILD = ROOT / "build"
-BASE_IMAGE = "localhost/mlm-grader-base:bookworm"
-IMAGE = "localhost/mlm-grader:test"
+IMAGE = image.DEFAULT_TAG
 RUNNER_IMAGE = "localhost/mlm-grader-runner:test"
-CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 SUBMISSIONS = ROOT / "tests" / "submissions"
 EXPECTED = {
     "accepted/plain_helpers.py": "accepted",
@@ -38,60 +38,6 @@ EXPECTED = {
     "wrong_answer/hostile_fork_many.py": "wrong_answer",
 }
 SECRET = "container-secret-31415"
-
-
-def run(*command: str, **kwargs) -> subprocess.CompletedProcess:
-    print("+", " ".join(command), flush=True)
-    return subprocess.run(command, check=True, **kwargs)
-
-
-def debian_mirror() -> str:
-    for path in [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]:
-        if path.is_file():
-            for line in path.read_text().splitlines():
-                words = line.split()
-                if words[:1] == ["deb"] and len(words) > 2:
-                    return words[1] if "://" in words[1] else words[2]
-                if words[:1] == ["URIs:"]:
-                    return words[1]
-    return "http://deb.debian.org/debian"
-
-
-def image_exists(name: str) -> bool:
-    return subprocess.run(["podman", "image", "exists", name]).returncode == 0
-
-
-def build_base_image() -> None:
-    if image_exists(BASE_IMAGE):
-        return
-    rootfs = BUILD / "rootfs"
-    shutil.rmtree(rootfs, ignore_errors=True)
-    BUILD.mkdir(exist_ok=True)
-    run("debootstrap", "--variant=minbase", "--include=python3,python3-venv,ca-certificates", "bookworm", str(rootfs), debian_mirror())
-    tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
-    run("podman", "import", "-", BASE_IMAGE, stdin=tar.stdout)
-    tar.wait()
-    shutil.rmtree(rootfs)
-
-
-def wheel_folder() -> str | None:
-    """The machine's local wheel folder (pip's find-links), where the CPU torch wheel lies."""
-    result = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True)
-    for line in result.stdout.splitlines():
-        if line.split("=")[0].endswith(".find-links"):
-            return line.split("=", 1)[1].strip().strip("'")
-    return None
-
-
-def build_image(target: str, tag: str) -> None:
-    volumes = []
-    args = []
-    if wheels := wheel_folder():
-        volumes += ["-v", f"{wheels}:/wheels:ro"]
-        args += ["--build-arg", "PIP_FIND_LINKS=/wheels", "--build-arg", "TORCH_INDEX_URL="]  # no other index is reachable
-    if Path(CA_BUNDLE).exists():  # package traffic goes through an intercepting proxy here
-        volumes += ["-v", f"{CA_BUNDLE}:{CA_BUNDLE}:ro"]
-    run("podman", "build", "--quiet", "--target", target, "-t", tag, "--build-arg", f"BASE_IMAGE={BASE_IMAGE}", *args, *volumes, str(ROOT))
 
 
 def grade_in_container(relative: str) -> dict:
@@ -130,11 +76,11 @@ def leftover_children() -> list[str]:
 
 
 def main() -> int:
-    os.environ.setdefault("CONTAINERS_CONF", str(Path(__file__).with_name("containers.conf")))
     started = time.monotonic()
-    build_base_image()
-    build_image("grader", IMAGE)
-    build_image("runner", RUNNER_IMAGE)
+    if image.engine() != "podman":
+        raise SystemExit("the container test drives podman (the docker backend is served by `podman system service`)")
+    image.build("grader", IMAGE, offline=True)
+    image.build("runner", RUNNER_IMAGE, offline=True)
     print(f"images ready after {time.monotonic() - started:.0f}s", flush=True)
     failures: list[str] = []
     for relative, verdict in EXPECTED.items():

@@ -1,0 +1,51 @@
+"""The report's formats, one module each; every one is a function of a Report and explicit options.
+
+text          the human table (grader/formats/text.py)
+json          the grader's own JSON object (json.py)
+gradescope    Gradescope's results.json (gradescope.py)
+prairielearn  PrairieLearn's external-grader results.json (prairielearn.py)
+junit         JUnit XML for CI systems (junit.py)
+"""
+
+from dataclasses import dataclass
+
+from grader.formats.gradescope import DEFAULT_HIDDEN_VISIBILITY, VISIBILITIES, render_gradescope
+from grader.formats.json import render_json
+from grader.formats.junit import render_junit
+from grader.formats.points import DEFAULT_POINTS
+from grader.formats.prairielearn import render_prairielearn
+from grader.formats.text import render_text
+from grader.results import Report
+from grader.spec import Spec
+
+FORMATS = ("text", "json", "gradescope", "prairielearn", "junit")
+PLATFORM_FORMATS = ("gradescope", "prairielearn")  # they grade for a course: a secret seed is required
+SUFFIXES = {"text": ".txt", "json": ".json", "gradescope": ".json", "prairielearn": ".json", "junit": ".xml"}
+
+__all__ = ["FORMATS", "PLATFORM_FORMATS", "SUFFIXES", "VISIBILITIES", "Options", "render"]
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the formats may be told besides the report (each format reads only its own)."""
+
+    points: float = DEFAULT_POINTS  # gradescope, prairielearn: the submission's points
+    hidden_visibility: str = DEFAULT_HIDDEN_VISIBILITY  # gradescope: when hidden cases are shown
+    gradable_compile_errors: bool = False  # prairielearn: count compile_error and invalid_submission as attempts
+    verbose: bool = False  # text: every failing case's message
+
+
+def render(report: Report, fmt: str, spec: Spec, options: Options) -> str:
+    """The report in format `fmt` (one of FORMATS), as text ready to print or write to a file; the
+    platform formats share points by the spec's [scoring]."""
+    if fmt == "text":
+        return render_text(report, spec, verbose=options.verbose)
+    if fmt == "json":
+        return render_json(report)
+    if fmt == "gradescope":
+        return render_gradescope(report, spec.scoring, options.points, options.hidden_visibility)
+    if fmt == "prairielearn":
+        return render_prairielearn(report, spec.scoring, options.points, options.gradable_compile_errors)
+    if fmt == "junit":
+        return render_junit(report)
+    raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")

@@ -1,0 +1,56 @@
+"""The grader's own JSON report: everything in a Report, one object (case entries shaped like Gradescope's tests)."""
+
+import json
+import math
+from typing import Any
+
+import torch
+
+from grader import __version__
+from grader.results import Report
+
+
+def _json_number(x: float | None) -> float | str | None:
+    """JSON has no inf or NaN: those become strings."""
+    return x if x is None or math.isfinite(x) else str(x)
+
+
+def to_json(report: Report) -> dict[str, Any]:
+    return {
+        "verdict": report.verdict.value,
+        "score": report.score,
+        "max_score": 1.0,
+        "message": report.message,
+        "diagnosis": report.diagnosis,
+        "hints": report.hints,
+        "warnings": report.warnings,
+        "submission": report.submission,
+        "seed_id": report.seed_id,
+        "isolation": report.isolation,
+        "seconds": round(report.seconds, 3),
+        "versions": {"grader": __version__, "torch": torch.__version__},
+        "stdout": report.stdout,
+        "stderr": report.stderr,
+        "cases": [
+            {
+                "name": c.name,
+                "family": c.family,
+                "dtype": c.dtype,
+                "shape": c.shape,
+                "visibility": "visible" if c.public else "hidden",
+                "status": c.status,
+                "check": c.check,
+                "score": 1.0 if c.passed else 0.0,
+                "max_score": 1.0,
+                "output": c.message,
+                "max_abs_error": _json_number(c.max_abs),
+                "max_rel_error": _json_number(c.max_rel),
+                "seconds": None if c.seconds is None else round(c.seconds, 4),
+            }
+            for c in report.cases
+        ],
+    }
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(to_json(report), indent=2, allow_nan=False, default=str)

@@ -1,0 +1,56 @@
+"""JUnit XML, as CI systems read it: one testsuite for the submission, one testcase per case.
+
+A wrong answer (or forbidden functionality) is a `failure`; an exception, crash or limit is an
+`error`; a case the run never reached is `skipped`. A submission rejected as a whole is one testcase
+named after its verdict. Warnings and the seed's public id are testsuite properties.
+"""
+
+import re
+import xml.etree.ElementTree as ET
+
+from grader.formats.points import TITLES, case_output, first_line, rejected_as_a_whole
+from grader.results import NOT_RUN, Report, Verdict
+
+FAILURES = (Verdict.WRONG_ANSWER, Verdict.FORBIDDEN_API)  # judged outcomes; every other failing status is an error
+# Characters XML 1.0 cannot carry at all (a submission may print anything).
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _clean(text: str) -> str:
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _outcome(parent: ET.Element, status: str, message: str) -> str:
+    """Add the failure, error or skipped element for a case that did not pass; returns its kind."""
+    if status == NOT_RUN:
+        ET.SubElement(parent, "skipped", message=_clean(message))
+        return "skipped"
+    kind = "failure" if status in FAILURES else "error"
+    ET.SubElement(parent, kind, message=_clean(first_line(message)), type=status).text = _clean(message)
+    return kind
+
+
+def render_junit(report: Report) -> str:
+    suite = ET.Element("testsuite", name=_clean(report.submission))
+    properties = ET.SubElement(suite, "properties")
+    for name, value in (("verdict", report.verdict.value), ("seed_id", report.seed_id), ("isolation", report.isolation)):
+        ET.SubElement(properties, "property", name=name, value=_clean(value))
+    for warning in report.warnings:
+        ET.SubElement(properties, "property", name="warning", value=_clean(warning))
+    counts = {"failure": 0, "error": 0, "skipped": 0}
+    if rejected_as_a_whole(report):
+        case = ET.SubElement(suite, "testcase", name=TITLES[report.verdict], classname="submission", time=f"{report.seconds:.3f}")
+        counts[_outcome(case, report.verdict.value, report.message)] += 1
+    for c in [] if rejected_as_a_whole(report) else report.cases:
+        case = ET.SubElement(suite, "testcase", name=c.name, classname=c.family, time=f"{c.seconds or 0.0:.3f}")
+        if not c.passed:
+            counts[_outcome(case, c.status, case_output(c))] += 1
+    ET.SubElement(suite, "system-out").text = _clean(report.stdout)
+    ET.SubElement(suite, "system-err").text = _clean(report.stderr)
+    suite.set("tests", str(len(suite.findall("testcase"))))
+    suite.set("failures", str(counts["failure"]))
+    suite.set("errors", str(counts["error"]))
+    suite.set("skipped", str(counts["skipped"]))
+    suite.set("time", f"{report.seconds:.3f}")
+    ET.indent(suite)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode")

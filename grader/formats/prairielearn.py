@@ -1,0 +1,71 @@
+"""PrairieLearn's external-grader results.json: gradable, a score in [0, 1], a message and one test per case.
+
+A submission that cannot be graded at all (unreadable, or no usable entry point) is `gradable: false`
+by default: PrairieLearn then awards nothing, takes nothing and counts no attempt. A fault of the
+grader is never counted against the student either.
+"""
+
+import json
+from typing import Any
+
+from grader.formats.points import DEFAULT_POINTS, GRADER_FAULT, TITLES, case_output, first_line, marks, rejected_as_a_whole, summary
+from grader.results import Report, Verdict
+from grader.spec import Scoring
+
+UNGRADABLE = (Verdict.COMPILE_ERROR, Verdict.INVALID_SUBMISSION)
+
+
+def _status(report: Report, index: int) -> str:
+    case = report.cases[index]
+    if case.passed:
+        return "passed"
+    return TITLES.get(case.status, case.status.replace("_", " ")) + (f" ({case.check})" if case.check else "")
+
+
+def to_prairielearn(report: Report, scoring: Scoring, points: float = DEFAULT_POINTS, gradable_compile_errors: bool = False) -> dict[str, Any]:
+    """The results.json object. gradable_compile_errors=True counts compile_error and
+    invalid_submission as graded attempts (score 0) instead of `gradable: false`."""
+    result = marks(report, scoring, points)
+    gradable = report.verdict != Verdict.GRADER_ERROR and (gradable_compile_errors or report.verdict not in UNGRADABLE)
+    line = summary(report, scoring, result)
+    message = GRADER_FAULT if report.verdict == Verdict.GRADER_ERROR else report.message
+    if rejected_as_a_whole(report):
+        tests = [
+            {
+                "name": TITLES[report.verdict],
+                "description": "the submission as a whole",
+                "points": 0.0,
+                "max_points": result.maximum,
+                "message": first_line(message),
+                "output": message,
+            }
+        ]
+    else:
+        tests = [
+            {
+                "name": c.name,
+                "description": f"{'public' if c.public else 'hidden'} case of the {c.family} family: {c.dtype}, {c.shape}",
+                "points": earned,
+                "max_points": available,
+                "message": _status(report, index),
+                "output": case_output(c),
+            }
+            for index, (c, earned, available) in enumerate(zip(report.cases, result.earned, result.available, strict=True))
+        ]
+    results: dict[str, Any] = {
+        "gradable": gradable,
+        "score": result.total / result.maximum,
+        "message": line,
+        "output": "\n\n".join([message, *(f"Hint: {hint}" for hint in report.hints)]),
+        "tests": tests,
+        "verdict": report.verdict.value,
+        "seed_id": report.seed_id,
+        "warnings": report.warnings,
+    }
+    if not gradable:
+        results["format_errors"] = [first_line(message)]
+    return results
+
+
+def render_prairielearn(report: Report, scoring: Scoring, points: float = DEFAULT_POINTS, gradable_compile_errors: bool = False) -> str:
+    return json.dumps(to_prairielearn(report, scoring, points, gradable_compile_errors), indent=2, allow_nan=False)

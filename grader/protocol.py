@@ -1,0 +1,220 @@
+"""What the grader accepts from the child: every frame is checked against a schema before any use.
+
+The child runs untrusted code, which can write anything on the channel (its descriptor number is in
+the child's own command line). A frame is accepted only when its header is an object of a kind the
+grader is waiting for (and, for a case, names that case), every field is one the grader knows and
+has its type (strings are strings, numbers finite numbers, flags booleans), texts are capped, and
+every tensor is one the case has. Checking happens on the header, before any tensor byte is read.
+The grader then keeps only tensors of the dtype and shape the case expects, so what it holds of a
+frame is bounded by the case: an output or an input after the call of another dtype or shape (a
+wrong answer, not a broken channel) is read past, and the output's description, which must agree
+with the tensor sent, decides. The checked header is rebuilt from the validated fields only, so
+nothing unchecked reaches the judge. Anything else is a ProtocolError: the grader ends the child
+and reports runtime_error.
+"""
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+import torch
+from torch import Tensor
+
+from grader.cases import Case
+from grader.child import wire
+
+MAX_TEXT = 16_000  # characters kept of an error text; the rest is cut with a note
+
+
+class ProtocolError(Exception):
+    """The child sent a frame the grader does not accept."""
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    dtype: str
+    shape: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return wire.tensor_bytes(self.dtype, self.shape)
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """The frames that may answer one request."""
+
+    kinds: tuple[str, ...]
+    case: str | None = None  # the case's name, which a result must repeat
+    dtype: str = ""  # the case's float dtype
+    tensors: dict[str, TensorSpec] = field(default_factory=dict)  # the tensors a result may carry
+
+    @property
+    def max_tensor_bytes(self) -> int:
+        """The most tensor data a well-formed answer carries: the bound on what the grader reads."""
+        return sum(spec.nbytes for spec in self.tensors.values())
+
+
+STARTUP = Expectation(kinds=("ready", "import_failed", "invalid"))
+
+
+def expect_result(case: Case) -> Expectation:
+    """A case's result may carry the output (M, V) in the case's dtype, each input as it was after
+    the call (its own dtype and shape), and each gradient (the input's shape, the case's dtype)."""
+    header, inputs = case.request()
+    m, v = case.grad_output.shape[0], case.inputs["w_emb"].shape[0]
+    tensors = {"output": TensorSpec(case.dtype, (m, v))}
+    for name in header["inputs"]:
+        tensors[f"after_{name}"] = TensorSpec(_dtype_name(inputs[name]), tuple(inputs[name].shape))
+    for name in header["differentiable"]:
+        tensors[f"grad_{name}"] = TensorSpec(case.dtype, tuple(inputs[name].shape))
+    return Expectation(kinds=("result",), case=case.name, dtype=case.dtype, tensors=tensors)
+
+
+def _dtype_name(tensor: Tensor) -> str:
+    return str(tensor.dtype).removeprefix("torch.")
+
+
+def _kind(value: Any) -> str:
+    """How a JSON value is called in a message (never the value itself: it may be huge)."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    names = {str: "a string", int: "a number", float: "a number", list: "a list", dict: "an object"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise ProtocolError(f"{where} must be a string, not {_kind(value)}")
+    if len(value) > MAX_TEXT:
+        return value[:MAX_TEXT] + f"\n[... {len(value) - MAX_TEXT} more characters not shown]"
+    return value
+
+
+def _short_text(value: Any, where: str) -> str:
+    if not isinstance(value, str) or len(value) > 200:
+        raise ProtocolError(f"{where} must be a string of at most 200 characters")
+    return value
+
+
+def _flag(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ProtocolError(f"{where} must be true or false, not {_kind(value)}")
+    return value
+
+
+def _seconds(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ProtocolError(f"{where} must be a finite number of seconds")
+    return float(value)
+
+
+def _phase(value: Any, where: str) -> str:
+    if value not in ("forward", "gradient"):
+        raise ProtocolError(f'{where} must be "forward" or "gradient"')
+    return value
+
+
+def _shape(value: Any, where: str) -> list[int]:
+    if not isinstance(value, list) or len(value) > 64 or not all(type(n) is int and 0 <= n < 1 << 62 for n in value):
+        raise ProtocolError(f"{where} must be a list of non-negative integers")
+    return value
+
+
+def _fields(data: Any, where: str, schema: dict[str, Callable[[Any, str], Any]], required: tuple[str, ...]) -> dict[str, Any]:
+    """data as an object of exactly the schema's fields (those in `required` present), each checked."""
+    if not isinstance(data, dict):
+        raise ProtocolError(f"{where} must be an object, not {_kind(data)}")
+    unknown = [key for key in data if key not in schema]
+    if unknown:
+        raise ProtocolError(f"{where} has a field the grader does not know: {unknown[0][:40]!r}")
+    missing = [key for key in required if key not in data]
+    if missing:
+        raise ProtocolError(f"{where} lacks the field {missing[0]!r}")
+    return {key: schema[key](value, f"{where}.{key}") for key, value in data.items()}
+
+
+def _output(value: Any, where: str) -> dict[str, Any]:
+    schema = {"type": _short_text, "plain": _flag, "layout": _short_text, "shape": _shape, "dtype": _short_text, "device": _short_text}
+    return _fields(value, where, schema, required=("type",))
+
+
+RESULT_FIELDS: dict[str, Callable[[Any, str], Any]] = {
+    "kind": _short_text,
+    "name": _short_text,
+    "seconds": _seconds,
+    "output": _output,
+    "differentiable": _flag,
+    "phase": _phase,
+    "error": _text,
+    "memory": _flag,
+    "forbidden": _text,
+}
+STARTUP_FIELDS: dict[str, tuple[dict[str, Callable[[Any, str], Any]], tuple[str, ...]]] = {
+    "ready": ({"kind": _short_text}, ()),
+    "import_failed": ({"kind": _short_text, "error": _text, "memory": _flag}, ("error",)),
+    "invalid": ({"kind": _short_text, "message": _text}, ("message",)),
+}
+
+
+Described = list[tuple[str, str, tuple[int, ...]]]  # a frame's tensors as its header lists them: name, dtype, shape
+
+
+def _may_differ(name: str) -> bool:
+    """An output or an input after the call of another dtype or shape is a wrong answer, judged
+    from its description, not a protocol error; a gradient always has its input's shape."""
+    return name == "output" or name.startswith("after_")
+
+
+def check(header: dict[str, Any], described: Described, expect: Expectation) -> dict[str, Any]:
+    """The header rebuilt from its validated fields, when the frame answers `expect`; else
+    ProtocolError. Called with the header and its tensor descriptions, before any tensor byte is read."""
+    kind = header.get("kind")
+    if kind not in expect.kinds:
+        raise ProtocolError(f"a frame of kind {str(kind)[:40]!r} where {' or '.join(map(repr, expect.kinds))} was expected")
+    if kind != "result":
+        schema, required = STARTUP_FIELDS[kind]
+        if described:
+            raise ProtocolError(f"a {kind!r} frame carries tensors")
+        return _fields(header, "the header", schema, required)
+
+    reply = _fields(header, "the result", RESULT_FIELDS, required=("kind", "name"))
+    if reply["name"] != expect.case:
+        raise ProtocolError(f"a result for case {reply['name'][:60]!r} while case {expect.case!r} was running")
+    for name, dtype, shape in described:
+        spec = expect.tensors.get(name)
+        if spec is None:
+            raise ProtocolError(f"a tensor named {name[:40]!r}, which the case does not have")
+        if TensorSpec(dtype, shape) != spec and not _may_differ(name):
+            raise ProtocolError(f"tensor {name} is {dtype} of shape {shape}; it must be {spec.dtype} of shape {spec.shape}")
+        if name == "output" and (reply.get("output", {}).get("shape") != list(shape) or reply["output"].get("dtype") != dtype):
+            raise ProtocolError("the result describes its output with another shape or dtype than the output tensor it sent")
+    return reply
+
+
+def read_tensors(stream: BinaryIO, described: Described, expect: Expectation) -> dict[str, Tensor]:
+    """The tensors of a checked frame. Each one the case expects, with its dtype and shape, is read;
+    one that may differ and does is read past, keeping at most 1 MiB at a time: an output of another
+    shape or dtype is left out (its description decides), an input that came back changed is kept
+    as an empty tensor of its dtype, which differs from the input as what came back did. So the
+    grader keeps at most expect.max_tensor_bytes of any frame."""
+    tensors = {}
+    for name, dtype, shape in described:
+        if TensorSpec(dtype, shape) == expect.tensors[name]:
+            tensors[name] = wire.read_tensor(stream, dtype, shape)
+            continue
+        wire.skip(stream, wire.tensor_bytes(dtype, shape))
+        if name != "output":
+            tensors[name] = torch.empty(0, dtype=wire.DTYPES[dtype])
+    return tensors
+
+
+def need(tensors: dict[str, Tensor], name: str) -> Tensor:
+    """A tensor the judge needs for the next check; a result that passed every earlier check
+    always carries it, so its absence is the child's protocol error, not a wrong answer."""
+    if name not in tensors:
+        raise ProtocolError(f"the result lacks the tensor {name}")
+    return tensors[name]

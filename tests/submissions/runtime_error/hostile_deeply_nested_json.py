@@ -1,0 +1,35 @@
+"""Hostile: forges a header nested 100,000 lists deep, hoping a RecursionError kills the grader's reader."""
+
+import torch
+
+T = [torch][0]  # hides torch's attributes from the static check, as a determined attacker would
+os, sys = T.os, T.sys
+json, struct = sys.modules["json"], sys.modules["struct"]
+MARKER = "mlm-hostile-marker"
+
+
+def zeros_answer(w_emb, mask_indicator):
+    return torch.zeros(int((mask_indicator > 0.5).sum()), w_emb.shape[0], dtype=w_emb.dtype)
+
+
+def running_case():
+    """The name of the case being run, found in the runner's frames, so the forged frame passes the name check."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        for value in frame.f_locals.values():
+            if isinstance(value, dict) and value.get("kind") == "case":
+                return value["name"]
+        frame = frame.f_back
+    return "public_tiny"
+
+
+def send_raw(header: bytes, payload: bytes = b"") -> None:
+    """One frame written straight into the grader's result channel (its number is in the child's argv)."""
+    channel = json.loads(sys.argv[-1])["result_fd"]
+    os.write(channel, struct.pack("<Q", len(header)) + header + payload)
+
+
+def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
+    nested = "[" * 100_000 + "]" * 100_000
+    send_raw(("{\"kind\": \"result\", \"name\": \"%s\", \"output\": %s, \"tensors\": []}" % (running_case(), nested)).encode())
+    return zeros_answer(w_emb, mask_indicator)

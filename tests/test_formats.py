@@ -1,0 +1,390 @@
+"""Every output format, on real reports graded through the command line: valid for the platform that
+reads it, and its numbers the report's.
+
+The two results.json schemas are written from the platforms' published specifications: Gradescope's
+autograder specification (gradescope-autograders.readthedocs.io, "Autograder Specifications") and
+PrairieLearn's external grading documentation ("Grading results"). Field names, types and allowed
+values are theirs; `required` lists what this grader promises on top. The JUnit file is parsed back
+with the standard library and checked against the structure CI systems read (Ant's JUnit report).
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from functools import cache
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from grader.formats import FORMATS, Options, render
+from grader.formats.gradescope import to_gradescope
+from grader.formats.junit import render_junit
+from grader.formats.points import marks, rejected_as_a_whole
+from grader.formats.prairielearn import to_prairielearn
+from grader.results import NOT_RUN, PASSED, CaseResult, Report, Verdict
+from grader.spec import ROOT, Scoring, load_spec, parse_spec
+from tests.grading import SUBMISSIONS, run_grader
+
+SEED = "formats-secret-seed"
+FILES = {
+    "correct": SUBMISSIONS / "accepted" / "plain_helpers.py",
+    "wrong": SUBMISSIONS / "wrong_answer" / "causal_mask.py",
+    "forbidden": SUBMISSIONS / "forbidden_api" / "plain_torch_softmax.py",
+    "compile_error": SUBMISSIONS / "compile_error" / "syntax_error.py",
+    "runtime_error": SUBMISSIONS / "runtime_error" / "crash_on_empty_mask.py",  # only the M = 0 cases raise
+}
+VERDICTS = {"correct": "accepted", "wrong": "wrong_answer", "forbidden": "forbidden_api", "compile_error": "compile_error", "runtime_error": "runtime_error"}
+WHOLE = ("forbidden", "compile_error")  # rejected before any case is judged
+
+# --- Gradescope: results.json as their autograder specification describes it --------------------------
+VISIBILITY = {"enum": ["hidden", "after_due_date", "after_published", "visible"]}
+TEXT_FORMAT = {"enum": ["text", "html", "simple_format", "md", "ansi"]}
+GRADESCOPE_TEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "score": {"type": "number"},
+        "max_score": {"type": "number"},
+        "status": {"enum": ["passed", "failed"]},
+        "name": {"type": "string"},
+        "name_format": TEXT_FORMAT,
+        "number": {"type": "string"},
+        "output": {"type": "string"},
+        "output_format": TEXT_FORMAT,
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "visibility": VISIBILITY,
+        "extra_data": {"type": "object"},
+    },
+    "required": ["name", "number", "score", "max_score", "status", "output", "tags", "visibility"],
+}
+GRADESCOPE_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "score": {"type": "number", "minimum": 0},
+        "execution_time": {"type": "integer", "minimum": 0},
+        "output": {"type": "string"},
+        "output_format": TEXT_FORMAT,
+        "test_output_format": TEXT_FORMAT,
+        "test_name_format": TEXT_FORMAT,
+        "visibility": VISIBILITY,
+        "stdout_visibility": VISIBILITY,
+        "extra_data": {"type": "object"},
+        "tests": {"type": "array", "items": GRADESCOPE_TEST, "minItems": 1},
+        "leaderboard": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "value": {"type": ["number", "string"]}, "order": {"enum": ["asc", "desc"]}},
+                "required": ["name", "value"],
+            },
+        },
+    },
+    "required": ["score", "execution_time", "output", "output_format", "visibility", "stdout_visibility", "tests", "extra_data"],
+}
+
+# --- PrairieLearn: the external grader's results.json ------------------------------------------------
+IMAGES = {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"url": {"type": "string"}, "label": {"type": "string"}}}]}}
+PRAIRIELEARN_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "properties": {
+        "gradable": {"type": "boolean"},
+        "score": {"type": "number", "minimum": 0, "maximum": 1},
+        "message": {"type": "string"},
+        "output": {"type": "string"},
+        "images": IMAGES,
+        "format_errors": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+        "tests": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "description": {"type": "string"},
+                    "points": {"type": "number", "minimum": 0},
+                    "max_points": {"type": "number", "minimum": 0},
+                    "message": {"type": "string"},
+                    "output": {"type": "string"},
+                    "images": IMAGES,
+                },
+                "required": ["name", "description", "points", "max_points", "message", "output"],
+            },
+        },
+        # Any other field is allowed by PrairieLearn; these are this grader's.
+        "warnings": {"type": "array", "items": {"type": "string"}},
+        "verdict": {"enum": [v.value for v in Verdict]},
+    },
+    "required": ["gradable", "score", "message", "output", "tests", "warnings", "verdict"],
+    "if": {"properties": {"gradable": {"const": False}}},
+    "then": {"required": ["format_errors"]},
+}
+
+# --- JUnit: elements and attributes of Ant's JUnit report, as CI systems read it ---------------------
+JUNIT_ATTRIBUTES = {
+    "testsuite": {"name", "tests", "failures", "errors", "skipped", "time", "timestamp", "hostname", "id", "package"},
+    "properties": set(),
+    "property": {"name", "value"},
+    "testcase": {"name", "classname", "time", "assertions"},
+    "failure": {"message", "type"},
+    "error": {"message", "type"},
+    "skipped": {"message"},
+    "system-out": set(),
+    "system-err": set(),
+}
+JUNIT_CHILDREN = {
+    "testsuite": {"properties", "testcase", "system-out", "system-err"},
+    "properties": {"property"},
+    "testcase": {"failure", "error", "skipped", "system-out", "system-err"},
+}
+
+
+@cache
+def graded(name: str, fmt: str, *extra: str) -> tuple[str, subprocess.CompletedProcess]:
+    """The file written by `--format fmt --output FILE` for FILES[name], and the run (stdout: the text log)."""
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "report"
+        result = run_grader(str(FILES[name]), "--format", fmt, "--output", str(out), *extra, env={"MLM_GRADER_SEED": SEED})
+        assert result.returncode in (0, 1), result.stderr
+        return out.read_text(), result
+
+
+def run_without_seed(*args: str) -> subprocess.CompletedProcess:
+    """The command line with no secret seed anywhere (none in the environment, whatever this one has)."""
+    env = {k: v for k, v in os.environ.items() if k != "MLM_GRADER_SEED"}
+    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+
+
+def report_of(name: str) -> dict:
+    """The grader's own JSON report of the same file and seed (the same report, timings aside)."""
+    return json.loads(graded(name, "json")[0])
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_gradescope_results_follow_the_specification_and_add_up(name):
+    text, run = graded(name, "gradescope")
+    results = json.loads(text)
+    jsonschema.validate(results, GRADESCOPE_SCHEMA)
+    report = report_of(name)
+    assert results["extra_data"]["verdict"] == report["verdict"] == VERDICTS[name]
+    assert run.returncode == (0 if name == "correct" else 1)
+    assert "Verdict:" in run.stdout  # with --output, stdout carries the human report as a log
+    tests = results["tests"]
+    assert math.isclose(sum(t["score"] for t in tests), results["score"], abs_tol=1e-9)
+    assert math.isclose(sum(t["max_score"] for t in tests), 100.0, abs_tol=1e-9) and results["extra_data"]["max_score"] == 100.0
+    assert results["score"] == (100.0 if name == "correct" else 0.0)  # the spec's scoring is all or nothing
+    assert results["stdout_visibility"] == "hidden" and results["output_format"] == "md"
+    assert report["message"].splitlines()[0] in results["output"]
+    if name in WHOLE:
+        assert len(tests) == 1 and tests[0]["status"] == "failed" and tests[0]["output"] == report["message"]
+        return
+    assert [t["name"] for t in tests] == [c["name"] for c in report["cases"]]
+    assert [t["number"] for t in tests] == [str(i) for i in range(1, len(tests) + 1)]
+    for test, case in zip(tests, report["cases"], strict=True):
+        assert test["status"] == ("passed" if case["status"] == "passed" else "failed")
+        assert test["tags"] == [case["family"], case["dtype"]]
+        assert test["visibility"] == ("visible" if case["visibility"] == "visible" else "after_published")
+        if case["status"] != "passed":
+            assert test["output"] == case["output"]
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_prairielearn_results_follow_the_specification_and_add_up(name):
+    results = json.loads(graded(name, "prairielearn")[0])
+    jsonschema.validate(results, PRAIRIELEARN_SCHEMA)
+    report = report_of(name)
+    assert results["verdict"] == report["verdict"]
+    assert results["gradable"] is (name != "compile_error")  # no attempt used for a file that cannot be graded
+    points, available = sum(t["points"] for t in results["tests"]), sum(t["max_points"] for t in results["tests"])
+    assert math.isclose(available, 100.0, abs_tol=1e-9) and math.isclose(results["score"], points / available, abs_tol=1e-9)
+    assert results["score"] == (1.0 if name == "correct" else 0.0)
+    assert report["message"] in results["output"]
+    if name in WHOLE:
+        assert len(results["tests"]) == 1
+    else:
+        assert [t["name"] for t in results["tests"]] == [c["name"] for c in report["cases"]]
+
+
+def check_junit_structure(element: ET.Element) -> None:
+    assert set(element.attrib) <= JUNIT_ATTRIBUTES[element.tag], element.tag
+    assert {child.tag for child in element} <= JUNIT_CHILDREN.get(element.tag, set()), element.tag
+    for child in element:
+        check_junit_structure(child)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_junit_parses_back_with_one_testcase_per_case(name):
+    suite = ET.fromstring(graded(name, "junit")[0].encode())
+    report = report_of(name)
+    assert suite.tag == "testsuite" and suite.get("name") == str(FILES[name])
+    check_junit_structure(suite)
+    cases = suite.findall("testcase")
+    outcomes = [[child.tag for child in case if child.tag in ("failure", "error", "skipped")] for case in cases]
+    assert all(len(found) <= 1 for found in outcomes)
+    for kind, attribute in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
+        assert int(suite.get(attribute)) == sum(found == [kind] for found in outcomes)
+    assert int(suite.get("tests")) == len(cases)
+    properties = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert properties["verdict"] == report["verdict"] and properties["seed_id"] == report["seed_id"]
+    if name in WHOLE:
+        assert len(cases) == 1 and outcomes == [["failure" if name == "forbidden" else "error"]]
+        assert cases[0].find(outcomes[0][0]).text == report["message"]
+        return
+    assert [(c.get("name"), c.get("classname")) for c in cases] == [(c["name"], c["family"]) for c in report["cases"]]
+    for found, case in zip(outcomes, report["cases"], strict=True):
+        expected = {"passed": [], "wrong_answer": ["failure"], "runtime_error": ["error"]}[case["status"]]
+        assert found == expected, case["name"]
+    if name == "runtime_error":
+        assert any(found == ["error"] for found in outcomes) and any(found == [] for found in outcomes)
+
+
+def test_the_json_format_is_the_json_flag_and_carries_warnings():
+    text, _ = graded("compile_error", "json")
+    flag = run_grader(str(FILES["compile_error"]), "--json", env={"MLM_GRADER_SEED": SEED})
+    assert dict(json.loads(flag.stdout), seconds=None) == dict(json.loads(text), seconds=None)
+    assert json.loads(text)["warnings"] == []
+    both = run_grader(str(FILES["compile_error"]), "--json", "--format", "junit")
+    assert both.returncode == 2 and "--json means --format json" in both.stderr and both.stdout == ""
+
+
+def test_the_fixed_local_seed_is_said_in_every_machine_readable_format_and_once_on_stderr():
+    for fmt in ("json", "junit", "gradescope", "prairielearn"):
+        result = run_without_seed(str(FILES["compile_error"]), "--format", fmt, "--allow-default-seed")
+        assert result.returncode == 1, result.stderr
+        assert result.stderr.count("fixed local seed") == 1, result.stderr
+        if fmt == "junit":
+            warnings = [p.get("value") for p in ET.fromstring(result.stdout).iter("property") if p.get("name") == "warning"]
+        else:
+            parsed = json.loads(result.stdout)
+            warnings = parsed["extra_data"]["warnings"] if fmt == "gradescope" else parsed["warnings"]
+        assert len(warnings) == 1 and "fixed local seed" in warnings[0] and "MLM_GRADER_SEED" in warnings[0], fmt
+    secret = run_grader(str(FILES["compile_error"]), "--format", "junit", "--seed", "some-secret")
+    assert "fixed local seed" not in secret.stdout + secret.stderr
+
+
+@pytest.mark.parametrize("fmt", ["gradescope", "prairielearn"])
+def test_platform_formats_refuse_the_fixed_local_seed_unless_allowed(fmt, tmp_path):
+    out = tmp_path / "results.json"
+    result = run_without_seed(str(FILES["correct"]), "--format", fmt, "--output", str(out))
+    assert result.returncode == 2 and not out.exists() and result.stdout == ""
+    assert "needs a secret seed" in result.stderr and "--allow-default-seed" in result.stderr and "MLM_GRADER_SEED" in result.stderr
+
+
+def test_per_case_scoring_with_family_weights_on_a_real_report(tmp_path):
+    text = (ROOT / "problem" / "spec.toml").read_text()
+    text = text.replace('mode = "all_or_nothing"', 'mode = "per_case"').replace("[scoring.weights]\n", "[scoring.weights]\nedge_shapes = 3\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(text)
+    results = json.loads(graded("runtime_error", "gradescope", "--spec", str(spec), "--points", "40", "--hidden-visibility", "hidden")[0])
+    jsonschema.validate(results, GRADESCOPE_SCHEMA)
+    cases = report_of("runtime_error")["cases"]
+    weights = [3 if c["family"] == "edge_shapes" else 1 for c in cases]
+    expected = sum(40 * w / sum(weights) for w, c in zip(weights, cases, strict=True) if c["status"] == "passed")
+    assert 0 < expected < 40 and math.isclose(results["score"], expected, abs_tol=0.01 * len(cases))
+    assert math.isclose(sum(t["score"] for t in results["tests"]), results["score"], abs_tol=1e-9)
+    for test, weight in zip(results["tests"], weights, strict=True):
+        assert math.isclose(test["max_score"], 40 * weight / sum(weights), abs_tol=0.01)
+    assert {t["visibility"] for t in results["tests"]} == {"visible", "hidden"}
+
+
+def test_compile_errors_can_count_as_attempts_on_prairielearn():
+    results = json.loads(graded("compile_error", "prairielearn", "--gradable-compile-errors")[0])
+    jsonschema.validate(results, PRAIRIELEARN_SCHEMA)
+    assert results["gradable"] is True and results["score"] == 0.0 and "format_errors" not in results
+
+
+def test_output_file_problems_are_usage_errors(tmp_path):
+    result = run_grader(str(FILES["compile_error"]), "--format", "junit", "--output", str(tmp_path / "no" / "such" / "dir.xml"))
+    assert result.returncode == 2 and "cannot write the report to" in result.stderr
+    for points in ("0", "-5", "nan", "inf", "lots"):
+        result = run_grader(str(FILES["compile_error"]), "--points", points)
+        assert result.returncode == 2 and "--points" in result.stderr, points
+
+
+# --- The formats as functions of a Report: cases the corpus cannot produce on demand ---------------------
+
+
+def case(name: str, family: str, status: str, public: bool = False, seconds: float | None = 0.01, message: str = "") -> CaseResult:
+    return CaseResult(name, family, "float32", public, "N=1 T=2", status=status, message=message, seconds=seconds)
+
+
+def test_shares_are_hundredths_that_add_up_exactly():
+    report = Report(Verdict.ACCEPTED, "all passed", "s.py", "id", "process", cases=[case(f"c{i}", "basic", PASSED) for i in range(7)])
+    result = marks(report, Scoring(), 100)
+    assert sum(round(x * 100) for x in result.available) == 10000 and result.total == 100.0
+    assert all(round(x * 100) == x * 100 for x in result.available) and max(result.available) - min(result.available) <= 0.011
+
+
+def test_a_failed_start_is_one_explanatory_entry_scoring_zero():
+    report = Report(Verdict.INVALID_SUBMISSION, "no mlm_forward_tied in the file", "s.py", "id", "process")
+    report.cases = [case(f"c{i}", "basic", Verdict.INVALID_SUBMISSION, seconds=None, message="not run") for i in range(3)]
+    assert rejected_as_a_whole(report)
+    for mode in ("all_or_nothing", "per_case"):
+        results = to_gradescope(report, Scoring(mode), 10)
+        assert results["score"] == 0 and len(results["tests"]) == 1 and results["tests"][0]["output"] == report.message
+    assert to_prairielearn(report, Scoring())["gradable"] is False
+    assert to_prairielearn(report, Scoring(), gradable_compile_errors=True)["gradable"] is True
+
+
+def test_a_run_cut_short_keeps_its_cases_and_per_case_points():
+    cases = [case("a", "basic", PASSED), case("b", "basic", Verdict.TIME_LIMIT_EXCEEDED, seconds=None), case("c", "basic", NOT_RUN, seconds=None)]
+    report = Report(Verdict.TIME_LIMIT_EXCEEDED, "case b timed out", "s.py", "id", "process", cases=cases)
+    assert not rejected_as_a_whole(report)
+    results = to_gradescope(report, Scoring("per_case"), 3)
+    assert [t["score"] for t in results["tests"]] == [1.0, 0.0, 0.0] and results["score"] == 1.0
+    assert "not run" in results["tests"][2]["output"]
+    suite = ET.fromstring(render_junit(report))
+    assert [[child.tag for child in c] for c in suite.iter("testcase")] == [[], ["error"], ["skipped"]]
+
+
+def test_a_grader_fault_is_for_staff_and_costs_the_student_nothing():
+    report = Report(Verdict.GRADER_ERROR, "internal error of the grader:\nTraceback ... KeyError", "s.py", "", "process")
+    gradescope = to_gradescope(report, Scoring())
+    jsonschema.validate(gradescope, GRADESCOPE_SCHEMA)
+    assert "Traceback" not in gradescope["output"] and "not the submission's fault" in gradescope["output"]
+    assert [t["visibility"] for t in gradescope["tests"]] == ["hidden"] and "Traceback" in gradescope["tests"][0]["output"]
+    prairielearn = to_prairielearn(report, Scoring())
+    jsonschema.validate(prairielearn, PRAIRIELEARN_SCHEMA)
+    assert prairielearn["gradable"] is False and "Traceback" not in json.dumps(prairielearn)
+
+
+def test_junit_survives_anything_a_submission_prints():
+    failing = case("a", "basic", Verdict.WRONG_ANSWER, message="bad \x00 \x1b[31m")
+    report = Report(Verdict.WRONG_ANSWER, "case a failed", "s\x01.py", "id", "process", cases=[failing])
+    report.stdout = "nul \x00 bell \x07 escape \x1b[0m ]]> <tag> & \ud800 done"
+    suite = ET.fromstring(render_junit(report))
+    assert "done" in suite.find("system-out").text and "]]> <tag> &" in suite.find("system-out").text
+    assert suite.find("testcase/failure").get("type") == "wrong_answer"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_format_renders_every_verdict(fmt):
+    spec = load_spec()
+    for verdict in Verdict:
+        report = Report(verdict, f"{verdict} happened", "s.py", "id", "process", cases=[case("a", "basic", PASSED, public=True)])
+        assert render(report, fmt, spec, Options())
+
+
+@pytest.mark.parametrize(
+    "table, why",
+    [
+        ({"mode": "sometimes"}, "mode must be one of"),
+        ({"weights": {"no_such_family": 2}}, "not a family"),
+        ({"weights": {"basic": 0}}, "positive number"),
+        ({"weights": {"basic": True}}, "positive number"),
+        ({"mode": "per_case", "bonus": 1}, "unknown keys"),
+    ],
+)
+def test_a_wrong_scoring_table_is_refused_with_the_reason(table, why):
+    import tomllib
+
+    data = tomllib.loads((ROOT / "problem" / "spec.toml").read_text())
+    with pytest.raises(ValueError, match=why):
+        parse_spec(data | {"scoring": table})
