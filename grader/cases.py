@@ -19,6 +19,7 @@ INPUT_NAMES = ("input_ids", "w_emb", "pos_embed", "blocks_weights", "mask_indica
 DIFFERENTIABLE_INPUTS = ("w_emb", "pos_embed", "blocks_weights")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 SHAPE_KEYS = ("N", "T", "H", "d_head", "B", "V")
+BLOCK_MATRICES = ("w_q", "w_k", "w_v", "w_o", "w_mlp1", "w_mlp2")  # the order within blocks_weights[i]
 
 
 @dataclass
@@ -121,6 +122,16 @@ def _largest_first_block_score(x0: np.ndarray, w_q: np.ndarray, w_k: np.ndarray,
     return attention_scores(layer_norm(x), q, k, heads).max().item()
 
 
+def apply_probe(blocks: np.ndarray, zero: str, symmetric: bool) -> None:
+    """Probe cases switch parts of every block off or make them trivial, in place: the matrices
+    named in `zero` become 0 (w_o: no attention; w_mlp2: no feed-forward; w_q: all scores equal),
+    and `symmetric` makes every matrix its own transpose, so x @ W and x @ W.T agree."""
+    for name in zero.split():
+        blocks[:, BLOCK_MATRICES.index(name)] = 0
+    if symmetric:
+        blocks[...] = (blocks + blocks.swapaxes(-1, -2)) / 2
+
+
 def make_case(template: CaseTemplate, seed: str, threshold: float) -> Case:
     rng = _rng(seed, template.name)
     s = {key: _draw(rng, value) for key, value in sorted(template.settings.items())}
@@ -140,6 +151,7 @@ def make_case(template: CaseTemplate, seed: str, threshold: float) -> Case:
         largest = _largest_first_block_score(w_emb[input_ids] + pos_embed, blocks[0, 0], blocks[0, 1], h)
         if largest < s["min_score"]:
             blocks[0, 0] *= dtype.type(1.5 * s["min_score"] / max(largest, 1e-3))
+    apply_probe(blocks, s.get("zero", ""), s.get("symmetric", False))
     mask = _mask(rng, s["mask"], s["mask_prob"], n, t, dtype)
     m = int((mask > threshold).sum())
     grad_output = normal(1.0, m, v)

@@ -182,3 +182,30 @@ def test_a_soft_mask_without_room_for_its_values_is_refused():
     small = replace(template, settings=template.settings | {"N": 1, "T": 4})
     with pytest.raises(ValueError, match="at least 8 positions"):
         make_case(small, "seed", SPEC.mask_threshold)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_probe_cases_switch_off_what_they_promise(seed):
+    from grader.cases import BLOCK_MATRICES
+
+    probes = {c.name: c for c in by_family(make_cases(SPEC, seed), "probes")}
+    settings = {t.name: t.settings for t in SPEC.templates}
+    for name, case in probes.items():
+        assert case.dtype == "float64" and not case.public
+        blocks = case.inputs["blocks_weights"]
+        for matrix in settings[name].get("zero", "").split():
+            assert blocks.shape[0] >= 1 and (blocks[:, BLOCK_MATRICES.index(matrix)] == 0).all(), name
+        if settings[name].get("symmetric"):
+            assert torch.equal(blocks, blocks.transpose(-1, -2))
+    shape = {name: case.shape for name, case in probes.items()}
+    assert shape["probe_embedding"]["B"] == 0 and shape["probe_embedding"]["N"] == 1 and shape["probe_embedding"]["M"] == shape["probe_embedding"]["T"]
+    order = shape["probe_gather_order"]
+    assert order["B"] == 0 and order["N"] >= 2 and order["T"] >= 2 and order["M"] == order["N"] * order["T"]
+    threshold = probes["probe_mask_threshold"].inputs["mask_indicator"]
+    assert shape["probe_mask_threshold"]["B"] == 0 and threshold.shape[0] == 1 and (threshold == 0.5).any() and (threshold < 0).any()
+    uniform = first_block_scores(probes["probe_uniform_attention"])
+    assert (uniform == 0).all(), "w_q = 0: every score equal"
+    for name in ("probe_attention_only", "probe_uniform_attention", "probe_symmetric_weights", "probe_one_block", "probe_two_blocks"):
+        assert shape[name]["H"] >= 2 and shape[name]["N"] >= 2 and shape[name]["T"] >= 2, name
+    assert shape["probe_single_head"]["H"] == 1 and shape["probe_single_head"]["D"] >= 2
+    assert shape["probe_single_position"]["T"] == 1 and shape["probe_two_blocks"]["B"] == 2
