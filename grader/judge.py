@@ -270,7 +270,6 @@ def grade(
     started = time.monotonic()
     backend = backend or isolation.choose_backend("auto")
     report = Report(Verdict.GRADER_ERROR, "", str(path), seed_public_id(hidden_seed), backend)
-    cases: list[Case] = []
     received: Received = {}  # case name -> what the child returned, failing cases only
     try:
         source, tree = read_source(path, spec.limits.source_bytes)
