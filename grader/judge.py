@@ -27,7 +27,7 @@ from grader.results import NOT_RUN, PASSED, CaseResult, Report, Verdict
 from grader.sandbox import Child, ChildGone, ChildTimeout, Exit, ProcessChild
 from grader.spec import Limits, Spec
 
-STRONG_BACKENDS = ("bubblewrap", "uid")  # the walls that hold without the static check
+STRONG_BACKENDS = ("bubblewrap", "uid", "docker")  # the walls that hold without the static check
 
 
 @dataclass(frozen=True)
