@@ -230,7 +230,10 @@ def _check_sentence(check: str, failures: list[Failure]) -> str | None:
     if not failed:
         return None
     if check == "type":
-        return "The result is not a torch.Tensor: return the logits tensor itself (not a NumPy array, a list or a subclass of torch.Tensor)."
+        return (
+            "The result is not a plain torch.Tensor: return the logits tensor itself (not a NumPy array, a list, "
+            "a subclass of torch.Tensor or a sparse tensor)."
+        )
     if check == "dtype":
         f = failed[0]
         dtype = f.reply.get("output", {}).get("dtype")

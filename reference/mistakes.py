@@ -216,6 +216,17 @@ class EpsValue(Twin):
         return (x - mean) / torch.sqrt(var + self.eps)
 
 
+class Float32Eps(EpsValue):
+    """eps as a float32 number inside a float64 layer norm: 9.99999974737875e-06, not 1e-5."""
+
+    fix = "keep eps a Python float (1e-5), or a tensor of the input's dtype"
+
+    def __init__(self) -> None:
+        super().__init__(float(torch.tensor(mlm.LAYER_NORM_EPS, dtype=torch.float32)))
+        self.name = "eps_float32"
+        self.what = "with eps rounded to float32 (9.99999974737875e-06) in the float64 layer norm"
+
+
 class NoLayerNorm(Twin):
     name, what, fix = "no_layer_norm", "without the layer norms", "normalise the input of each sub-layer: x + MHA(LN(x)), x + FFN(LN(x))"
 
@@ -457,6 +468,7 @@ MISTAKES: tuple[Twin, ...] = (
     UnbiasedVariance(),
     EpsOutsideRoot(),
     *(EpsValue(eps) for eps in (1e-6, 1e-12, 1e-8, 1e-4)),  # 1e-12 also stands for no eps: no case tells them apart
+    Float32Eps(),
     NoLayerNorm(),
     GeluErf(),
     *_gelu_typos(),

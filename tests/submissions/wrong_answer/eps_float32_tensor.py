@@ -1,5 +1,6 @@
 """Wrong: eps is a float32 tensor, so float64 layer norm adds float32's nearest value to 1e-5
 (9.99999974737875e-06); only where the variance is near eps does the difference show."""
+# diagnosis: eps_float32
 
 import math
 

@@ -1,5 +1,6 @@
 """Wrong: casts the mask to float32 before comparing it with 0.5, so the float64 neighbours of
 0.5 become 0.5 (0.5000000000000001 is then not selected, though it is above 0.5)."""
+# diagnosis: selection
 
 import math
 

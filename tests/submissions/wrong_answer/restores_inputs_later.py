@@ -1,5 +1,6 @@
 """Wrong: binarises the caller's mask in place, and puts the original values back at the start
 of the next call, so that the mask looks unchanged once both calls of a case are over."""
+# diagnosis: inputs
 
 import math
 

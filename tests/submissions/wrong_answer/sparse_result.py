@@ -1,4 +1,5 @@
 """Wrong: returns the right logits as a sparse tensor (torch.Tensor, but not strided and dense)."""
+# diagnosis: type
 
 import math
 
