@@ -1,7 +1,8 @@
-"""Hostile: imports a fresh copy of the _thread module (whose start_new_thread the guard has not
-replaced) and runs torch's Python decomposition of softmax in a new thread, where neither the
-guard's modes nor its profile function watch. The kernel refuses the new thread, so the call
-fails: a runtime error, and nothing computed unwatched."""
+"""Hostile: starts a thread with the C library's pthread_create (through ctypes, found in
+sys.modules), past the guard's refusal of Python's thread start, and runs torch's Python
+decomposition of softmax there, where neither the guard's modes nor its profile function watch.
+The kernel refuses the new thread, so the call fails: a runtime error, and nothing computed
+unwatched."""
 
 import math
 import typing
@@ -11,21 +12,23 @@ import torch
 sys = typing.sys
 T = [torch][0]
 softmax_decomposition = T._decomp.decomposition_table[T.ops.aten._softmax.default]
-sys.modules.pop("_thread", None)
-fresh_thread = __import__("_thread")
+ctypes = sys.modules["ctypes"]
+libc = ctypes.CDLL(None)
+THREAD_MAIN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
 
 
 def softmax(scores):
     box = []
-    done = fresh_thread.allocate_lock()
-    done.acquire()
 
-    def job():
+    def job(_):
         box.append(softmax_decomposition(scores, -1, False))
-        done.release()
+        return None
 
-    fresh_thread.start_new_thread(job, ())
-    done.acquire()
+    thread, entry = ctypes.c_ulong(), THREAD_MAIN(job)
+    error = libc.pthread_create(ctypes.byref(thread), None, entry, None)
+    if error:
+        raise RuntimeError(f"pthread_create failed with error {error}")
+    libc.pthread_join(thread, None)
     return box[0]
 
 
