@@ -10,6 +10,7 @@ it, so that a load that drifts during the run weighs on both sides alike. Usage:
 
 import itertools
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("accepted", "wrong_answer", "runtime_error", "forbidden_api")
+ENV = os.environ | {"MLM_GRADER_SEED": "bench-secret"}  # both sides grade with one secret seed, as for real
 
 
 def mix(count: int) -> list[Path]:
@@ -30,7 +32,7 @@ def mix(count: int) -> list[Path]:
 def grade_one_by_one(files: list[Path], verdicts: dict[str, str]) -> float:
     started = time.perf_counter()
     for path in files:
-        result = subprocess.run([sys.executable, "-m", "grader", str(path), "--json"], cwd=ROOT, capture_output=True, text=True)
+        result = subprocess.run([sys.executable, "-m", "grader", str(path), "--json"], cwd=ROOT, capture_output=True, text=True, env=ENV)
         verdicts[path.stem] = json.loads(result.stdout)["verdict"]
     return time.perf_counter() - started
 
@@ -51,7 +53,7 @@ def main() -> None:
         out = Path(tmp) / "results.jsonl"
         started = time.perf_counter()
         command = [sys.executable, "-m", "grader", "batch", str(folder), "--jobs", str(jobs), "--out", str(out)]
-        subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, env=ENV)
         batch_seconds = time.perf_counter() - started
         batched = {line["id"]: line["verdict"] for line in map(json.loads, out.read_text().splitlines())}
         single_seconds += grade_one_by_one(files[1::2], single)
