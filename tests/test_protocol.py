@@ -354,6 +354,7 @@ def test_the_reader_queues_nothing_unchecked_and_stops_at_the_first_bad_frame():
 )
 def test_malformed_frames_end_the_case_at_once_and_no_thread_dies(data, words, thread_errors):
     with PipeChild() as child:
+        child._expect = EXPECT  # as request() sets it: else the reader may judge the frame against start-up's
         os.write(child.result_write, data)
         started = time.monotonic()
         with pytest.raises(ProtocolError, match=re.escape(words)):
