@@ -221,6 +221,8 @@ def test_armed_guard_lets_honest_work_through_and_walls_off_threads_at_the_kerne
         attempt("fresh thread", lambda: fresh.start_new_thread(print, ("escaped",)))
         import os
         attempt("fork", os.fork)
+        torch.set_num_threads(4)  # has no effect: more threads would need the kernel's consent
+        attempt("large product", lambda: torch.randn(600, 600) @ torch.randn(600, 600))
         """
     )
     assert seen["honest"] == "[]"
@@ -229,6 +231,7 @@ def test_armed_guard_lets_honest_work_through_and_walls_off_threads_at_the_kerne
     assert seen["os refuses threads"] == "True"
     assert seen["fresh thread"] == "RuntimeError: can't start new thread"
     assert seen["fork"].startswith("BlockingIOError")
+    assert seen["large product"] == "ran"
 
 
 def test_a_thread_is_refused_and_recorded():

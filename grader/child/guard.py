@@ -263,7 +263,13 @@ class Guard:
         def start_new_thread(*args: Any, **kwargs: Any) -> NoReturn:
             _refuse(self, "a thread (the submission must run on the grader's thread, where the runtime guard watches)")
 
+        def one_thread(*args: Any, **kwargs: Any) -> None:
+            """torch computes on this one thread: more would need threads the kernel refuses (and
+            OpenMP ends the process when it cannot start them)."""
+
         _thread.start_new_thread = _thread.start_new = threading._start_new_thread = start_new_thread
+        torch.set_num_threads = torch._C.set_num_threads = one_thread
+        torch.set_num_interop_threads = torch._C.set_num_interop_threads = one_thread
 
     # -- reading the record ------------------------------------------------------------------
 
