@@ -37,8 +37,13 @@ FROM base AS grader
 COPY grader/ /app/grader/
 COPY reference/ /app/reference/
 COPY problem/ /app/problem/
-RUN chown -R root:mlm-grader /app && chmod -R u=rwX,g=rX,o= /app
+COPY deploy/platform_grade.py /app/deploy/platform_grade.py
+COPY deploy/prairielearn/run /app/deploy/prairielearn/run
+RUN chown -R root:mlm-grader /app && chmod -R u=rwX,g=rX,o= /app && chmod 0755 /app/deploy/prairielearn/run
 WORKDIR /app
+# With no arguments the grader grades /submission/solution.py; `batch ...` grades a folder. Either
+# way strict isolation unless --isolation says otherwise.
+ENV MLM_GRADER_SUBMISSION=/submission/solution.py MLM_GRADER_ISOLATION=strict
 ENTRYPOINT ["setpriv", "--reuid=mlm-grader", "--regid=mlm-grader", "--init-groups", \
             "--inh-caps=+setuid,+setgid,+kill", "--ambient-caps=+setuid,+setgid,+kill", "--", \
-            "/opt/venv/bin/python", "-m", "grader", "/submission/solution.py", "--isolation", "strict"]
+            "/opt/venv/bin/python", "-m", "grader"]

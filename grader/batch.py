@@ -37,7 +37,7 @@ import torch
 from grader import __version__, judge
 from grader.cases import seed_public_id
 from grader.formats.json import to_json
-from grader.isolation import IsolationUnavailable, choose_backend, scrub_secret
+from grader.isolation import ISOLATION_LEVELS, IsolationUnavailable, choose_backend, scrub_secret
 from grader.report import hints
 from grader.results import Report, Verdict
 from grader.sandbox import Child
@@ -427,9 +427,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--isolation",
-        choices=["auto", "strict", "bubblewrap", "uid", "process", "docker"],
-        default="auto",
-        help="how each submission is walled in, as for `python -m grader` (uid grades one submission at a time)",
+        choices=ISOLATION_LEVELS,
+        default=os.environ.get("MLM_GRADER_ISOLATION", "auto"),
+        help="how each submission is walled in, as for `python -m grader` (uid grades one submission at a time; "
+        "the default comes from MLM_GRADER_ISOLATION when it is set)",
     )
     parser.add_argument("--spec", type=Path, default=SPEC_PATH, help="the problem's spec file (default: problem/spec.toml)")
     args = parser.parse_args(argv)

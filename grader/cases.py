@@ -19,6 +19,7 @@ INPUT_NAMES = ("input_ids", "w_emb", "pos_embed", "blocks_weights", "mask_indica
 DIFFERENTIABLE_INPUTS = ("w_emb", "pos_embed", "blocks_weights")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 SHAPE_KEYS = ("N", "T", "H", "d_head", "B", "V")
+BLOCK_MATRICES = ("w_q", "w_k", "w_v", "w_o", "w_mlp1", "w_mlp2")  # the order within blocks_weights[i]
 
 
 @dataclass
@@ -84,8 +85,9 @@ def _draw(rng: np.random.Generator, value: Any) -> Any:
 
 
 def _soft_mask(rng: np.random.Generator, n: int, t: int, dtype: np.dtype) -> np.ndarray:
-    """Values around the 0.5 threshold: exactly 0.5 and its float neighbours, values in (0, 1),
-    below 0 and above 1, so every wrong selection rule picks a different set."""
+    """Values around the 0.5 threshold: exactly 0.5 and its neighbours in the case's dtype (in
+    float64 they become 0.5 when cast to float32), values in (0, 1), below 0 and above 1, so every
+    wrong selection rule picks a different set."""
     half = dtype.type(0.5)
     must_have = [
         half,
@@ -93,9 +95,11 @@ def _soft_mask(rng: np.random.Generator, n: int, t: int, dtype: np.dtype) -> np.
         np.nextafter(half, dtype.type(0)),
         0.3, 0.7, 1.3, -0.2, -0.7,
     ]  # fmt: skip
+    if n * t < len(must_have):
+        raise ValueError(f"a soft mask needs at least {len(must_have)} positions to hold its values; N * T = {n * t}")
     values = rng.uniform(-0.8, 1.8, n * t).astype(dtype)
     slots = rng.permutation(n * t)[: len(must_have)]
-    values[slots] = np.array(must_have[: len(slots)], dtype=dtype)
+    values[slots] = np.array(must_have, dtype=dtype)
     return values.reshape(n, t)
 
 
@@ -118,6 +122,16 @@ def _largest_first_block_score(x0: np.ndarray, w_q: np.ndarray, w_k: np.ndarray,
     return attention_scores(layer_norm(x), q, k, heads).max().item()
 
 
+def apply_probe(blocks: np.ndarray, zero: str, symmetric: bool) -> None:
+    """Probe cases switch parts of every block off or make them trivial, in place: the matrices
+    named in `zero` become 0 (w_o: no attention; w_mlp2: no feed-forward; w_q: all scores equal),
+    and `symmetric` makes every matrix its own transpose, so x @ W and x @ W.T agree."""
+    for name in zero.split():
+        blocks[:, BLOCK_MATRICES.index(name)] = 0
+    if symmetric:
+        blocks[...] = (blocks + blocks.swapaxes(-1, -2)) / 2
+
+
 def make_case(template: CaseTemplate, seed: str, threshold: float) -> Case:
     rng = _rng(seed, template.name)
     s = {key: _draw(rng, value) for key, value in sorted(template.settings.items())}
@@ -137,6 +151,7 @@ def make_case(template: CaseTemplate, seed: str, threshold: float) -> Case:
         largest = _largest_first_block_score(w_emb[input_ids] + pos_embed, blocks[0, 0], blocks[0, 1], h)
         if largest < s["min_score"]:
             blocks[0, 0] *= dtype.type(1.5 * s["min_score"] / max(largest, 1e-3))
+    apply_probe(blocks, s.get("zero", ""), s.get("symmetric", False))
     mask = _mask(rng, s["mask"], s["mask_prob"], n, t, dtype)
     m = int((mask > threshold).sum())
     grad_output = normal(1.0, m, v)

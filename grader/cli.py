@@ -16,7 +16,7 @@ from grader.cases import make_cases
 from grader.expected import expected_for
 from grader.formats import FORMATS, PLATFORM_FORMATS, VISIBILITIES, Options, render
 from grader.formats.points import DEFAULT_POINTS
-from grader.isolation import IsolationUnavailable, choose_backend, scrub_secret
+from grader.isolation import ISOLATION_LEVELS, IsolationUnavailable, choose_backend, scrub_secret
 from grader.judge import STRONG_BACKENDS, grade
 from grader.report import hints
 from grader.results import Report, Verdict
@@ -93,17 +93,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--isolation",
-        choices=["auto", "strict", "bubblewrap", "uid", "process", "docker"],
-        default="auto",
+        choices=ISOLATION_LEVELS,
+        default=os.environ.get("MLM_GRADER_ISOLATION", "auto"),
         help="how the submission is walled in: auto (the strongest that works here), strict (bubblewrap or uid "
         "separation, else refuse), docker (each child in a container from the runner image, through the Docker Engine "
-        "API at DOCKER_HOST), or one backend by name; every report names the level used",
+        "API at DOCKER_HOST), or one backend by name; every report names the level used; the default comes from "
+        "MLM_GRADER_ISOLATION when it is set (the image sets strict)",
     )
     parser.add_argument(
         "--no-static-check",
         action="store_true",
         help="for testing the grader: skip the static policy check so the runtime guard and the sandbox face the "
-        "submission alone; refused unless the isolation is bubblewrap or uid",
+        "submission alone; refused unless the isolation is bubblewrap, uid or docker",
     )
     parser.add_argument("--verbose", action="store_true", help="show the message of every failing case")
     parser.add_argument("--spec", type=Path, default=SPEC_PATH, help="the problem's spec file (default: problem/spec.toml)")
@@ -226,6 +227,8 @@ def _main(args: argparse.Namespace, fmt: str) -> int:
         except OSError as error:
             print(f"grader: cannot write the public cases to {args.save_public}: {error.strerror or error}", file=sys.stderr)
             return EXIT_USAGE
+    if args.submission is None and os.environ.get("MLM_GRADER_SUBMISSION"):  # the image's default: /submission/solution.py
+        args.submission = Path(os.environ["MLM_GRADER_SUBMISSION"])
     if args.submission is None:
         print("grader: a submission file is needed (or --save-public DIR)", file=sys.stderr)
         return EXIT_USAGE
@@ -258,7 +261,7 @@ def _main(args: argparse.Namespace, fmt: str) -> int:
         print(f"grader: {error}", file=sys.stderr)
         return EXIT_USAGE
     if args.no_static_check and backend not in STRONG_BACKENDS:
-        print(f"grader: --no-static-check needs bubblewrap or uid isolation (this run would use {backend})", file=sys.stderr)
+        print(f"grader: --no-static-check needs bubblewrap, uid or docker isolation (this run would use {backend})", file=sys.stderr)
         return EXIT_USAGE
     if secret is not None and backend == "process":
         print("grader: warning: --isolation process does not keep the secret seed from the submission (same user, no walls)", file=sys.stderr)

@@ -69,6 +69,9 @@ CREATE_RUNNER_USER = f"useradd --system --no-create-home --shell /usr/sbin/nolog
 RUNNER_LOCK_DIR = Path("/tmp")  # where graders sharing a runner user meet to take turns
 
 
+ISOLATION_LEVELS = ("auto", "strict", "bubblewrap", "uid", "process", "docker")  # what --isolation accepts
+
+
 class IsolationUnavailable(Exception):
     """The isolation level that was asked for cannot be had on this machine."""
 

@@ -20,13 +20,14 @@ from torch import Tensor
 from grader import isolation, policy, protocol
 from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, Case, make_cases, seed_public_id
 from grader.compare import bitwise_equal, compare_values, error_to_tolerance
+from grader.diagnosis import Received, diagnose
 from grader.expected import Expected, expected_for
 from grader.protocol import ProtocolError, need
 from grader.results import NOT_RUN, PASSED, CaseResult, Report, Verdict
 from grader.sandbox import Child, ChildGone, ChildTimeout, Exit, ProcessChild
 from grader.spec import Limits, Spec
 
-STRONG_BACKENDS = ("bubblewrap", "uid")  # the walls that hold without the static check
+STRONG_BACKENDS = ("bubblewrap", "uid", "docker")  # the walls that hold without the static check
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,8 @@ def _case_timeout(timeout: ChildTimeout, limits: Limits) -> str:
     return f"did not finish within {limits.case_seconds:g} s (the limit for one case)"
 
 
-def _run_cases(child: Child, cases: list[Case], expected: list[Expected], results: list[CaseResult], spec: Spec) -> None:
+def _run_cases(child: Child, cases: list[Case], expected: list[Expected], results: list[CaseResult], spec: Spec, received: Received) -> None:
+    """Runs the cases in order; what the child returned for each failing case goes to `received` (for the diagnosis)."""
     limits = spec.limits
     problem = _startup(child, limits)
     if problem:
@@ -209,6 +211,8 @@ def _run_cases(child: Child, cases: list[Case], expected: list[Expected], result
             reply, tensors = child.request(*case.request(), protocol.expect_result(case), limits.case_seconds)
             result.seconds = time.monotonic() - started
             judge_reply(case, exp, reply, tensors, spec, result)
+            if not result.passed:
+                received[case.name] = reply, tensors
         except ChildTimeout as timeout:
             result.status, result.check, result.message = Verdict.TIME_LIMIT_EXCEEDED, "time", _case_timeout(timeout, limits)
             return
@@ -266,6 +270,7 @@ def grade(
     started = time.monotonic()
     backend = backend or isolation.choose_backend("auto")
     report = Report(Verdict.GRADER_ERROR, "", str(path), seed_public_id(hidden_seed), backend)
+    received: Received = {}  # case name -> what the child returned, failing cases only
     try:
         source, tree = read_source(path, spec.limits.source_bytes)
     except Rejection as rejection:
@@ -285,10 +290,12 @@ def grade(
                     raise Rejection(Verdict.FORBIDDEN_API, policy.explain(violations))
                 prepared = prepared or prepare(spec, hidden_seed, public_only)  # while the child imports torch
                 report.cases = [CaseResult(c.name, c.family, c.dtype, c.public, c.shape_text()) for c in prepared.cases]
-                _run_cases(child, prepared.cases, prepared.expected, report.cases, spec)
+                _run_cases(child, prepared.cases, prepared.expected, report.cases, spec, received)
                 report.verdict, report.message = overall(report.cases)
             except Rejection as rejection:
                 report.verdict, report.message = rejection.verdict, rejection.message
         report.stdout, report.stderr = child.stdout.text(), child.stderr.text()
+    if report.verdict == Verdict.WRONG_ANSWER:
+        report.diagnosis = diagnose(prepared.cases, report.cases, received, spec)
     report.seconds = time.monotonic() - started
     return report

@@ -1,27 +1,39 @@
 """Hints: what a failure pattern usually means. The report's formats are in grader/formats/."""
 
+from grader.diagnosis import PROBE_FAMILY
 from grader.results import Report, Verdict
 from grader.spec import Spec
 
+# A family's hint is about its numbers: it is shown only when its cases fail these checks. A wrong
+# selection rule changes M in a soft-mask case, so that hint needs a wrong shape (a gather in the
+# wrong order or an in-place change of the mask also fails only there, and is not about the rule).
+FAMILY_HINT_CHECKS = {"soft_mask": {"shape"}}
+VALUE_CHECKS = {"values", "shape", "gradient"}
+
 
 def hints(report: Report, spec: Spec) -> list[str]:
-    """What a failure pattern usually means, when every failing case shares one trait."""
+    """What a failure pattern usually means: every failing case fails one kind of check, or (when
+    some cases pass) every failing case shares a family or a dtype. The probe cases are no trait
+    of their own (the diagnosis reads them), so they do not count as a family."""
     failed = [c for c in report.cases if c.status == Verdict.WRONG_ANSWER]
-    if not failed or len(failed) == len(report.cases):
+    if not failed:
         return []
     found = []
-    families = {c.family for c in failed}
-    if len(families) == 1 and (hint := spec.families[families.pop()].hint):
-        found.append(hint)
-    if all(c.check == "gradient" for c in failed):
+    checks = {c.check for c in failed}
+    if len(failed) < len(report.cases):
+        families = {c.family for c in failed if c.family != PROBE_FAMILY}
+        family = next(iter(families)) if len(families) == 1 else None
+        if family and spec.families[family].hint and checks <= FAMILY_HINT_CHECKS.get(family, VALUE_CHECKS):
+            found.append(spec.families[family].hint)
+        if families and families != {"float64"} and all(c.dtype == "float64" for c in failed) and checks <= VALUE_CHECKS:
+            found.append(spec.families["float64"].hint)
+    if checks == {"gradient"}:
         found.append(
-            "Only the gradient check fails: the values are right but the gradient reaching w_emb is not. "
+            "Only the gradient check fails: the values are right but the gradients are not. "
             "The head must use w_emb itself (x @ w_emb.T), not a detached or copied matrix, and the result "
             "must stay on the autograd graph (no torch.no_grad(), .detach(), .numpy() or .item())."
         )
-    if all(c.dtype == "float64" for c in failed) and not all(c.family == "float64" for c in failed):
-        found.append(spec.families["float64"].hint)
-    if all(c.check == "inputs" for c in failed):
+    if checks == {"inputs"}:
         found.append(
             "Only the inputs check fails: an in-place operation (x += ..., .add_(), item assignment) changed an argument; work on new tensors instead."
         )

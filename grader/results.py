@@ -48,6 +48,7 @@ class Report:
     isolation: str
     cases: list[CaseResult] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
+    diagnosis: list[str] = field(default_factory=list)  # for a wrong answer: what is most likely wrong, first
     stdout: str = ""
     stderr: str = ""
     seconds: float = 0.0

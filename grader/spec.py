@@ -74,6 +74,7 @@ class Spec:
     policy: dict[str, Any]
     scoring: Scoring = field(default_factory=Scoring)
     hidden_case_details: bool = False  # [report]: full mismatch detail for hidden cases too (practice only)
+    known_mistakes: bool = True  # [diagnosis]: name a known mistake when a wrong answer's output matches one
 
     def seed_warnings(self, hidden_seed: str, public_only: bool = False) -> list[str]:
         """What a report must say about its seed: hidden cases from the fixed local seed are no secret."""
@@ -156,11 +157,12 @@ def parse_spec(data: dict[str, Any]) -> Spec:
         policy=data.get("policy", {}),
         scoring=_scoring(data.get("scoring", {}), families),
         hidden_case_details=_flag(data.get("report", {}), "hidden_case_details"),
+        known_mistakes=_flag(data.get("diagnosis", {}), "known_mistakes", default=True),
     )
 
 
-def _flag(table: dict[str, Any], key: str) -> bool:
-    value = table.get(key, False)
+def _flag(table: dict[str, Any], key: str, default: bool = False) -> bool:
+    value = table.get(key, default)
     if not isinstance(value, bool):
         raise ValueError(f"{key} must be true or false")
     return value

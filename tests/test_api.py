@@ -5,6 +5,8 @@ import subprocess
 import sys
 
 from grader import grade_many, grade_source
+from grader.cases import make_cases
+from grader.spec import load_spec
 from tests.grading import ROOT, SUBMISSIONS, grade_json
 from tests.test_cli import without_timings
 
@@ -15,7 +17,8 @@ WRONG = SUBMISSIONS / "wrong_answer" / "causal_mask.py"
 def test_good_source_is_accepted_and_to_dict_is_the_json_report():
     report = grade_source(CORRECT.read_text(), seed="api-seed")
     assert (report.verdict, report.score) == ("accepted", 1.0)
-    assert report.message == "all 32 cases passed" and len(report.cases) == 32
+    count = len(make_cases(load_spec(), "api-seed"))
+    assert report.message == f"all {count} cases passed" and len(report.cases) == count
     alone, _ = grade_json(str(CORRECT), "--seed", "api-seed")
     assert without_timings(report.to_dict()) == without_timings(alone) | {"submission": "<source>"}
 

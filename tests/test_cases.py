@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from grader.cases import make_cases, seed_public_id
+from grader.cases import make_case, make_cases, seed_public_id
 from grader.expected import expected_for
 from grader.spec import load_spec
 from reference.mlm import attention_scores, layer_norm
@@ -143,3 +143,69 @@ def test_edge_cases_have_the_shape_their_name_promises():
     all_masked = cases["edge_all_masked"].shape
     assert all_masked["M"] == all_masked["N"] * all_masked["T"]
     assert cases["edge_single_token_vocabulary"].shape["V"] == 1
+
+
+def test_soft_mask_and_low_variance_families_each_have_a_float64_case():
+    cases = make_cases(SPEC, "float64")
+    for family in ("soft_mask", "low_variance"):
+        assert "float64" in {c.dtype for c in by_family(cases, family)}, family
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_float64_soft_mask_cast_to_float32_selects_other_positions(seed):
+    # the float64 neighbours of 0.5 become 0.5 in float32: a cast mask loses or gains a position
+    for case in by_family(make_cases(SPEC, seed), "soft_mask"):
+        if case.dtype == "float64":
+            mask = case.inputs["mask_indicator"]
+            assert not torch.equal(mask > 0.5, mask.float() > 0.5)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_float32_eps_shows_in_the_float64_low_variance_case(seed, monkeypatch):
+    import numpy as np
+
+    import reference.mlm
+
+    cases = [c for c in by_family(make_cases(SPEC, seed), "low_variance") if c.dtype == "float64"]
+    honest = [expected_for(case).output for case in cases]
+    monkeypatch.setattr(reference.mlm, "LAYER_NORM_EPS", float(np.float32(SPEC.layer_norm_eps)))
+    tolerance = SPEC.tolerances("low_variance", "float64")[0]
+    for case, right in zip(cases, honest, strict=True):
+        wrong = expected_for(case).output
+        assert (wrong - right).abs().max() > 10 * tolerance * right.abs().max(), case.name
+
+
+def test_a_soft_mask_without_room_for_its_values_is_refused():
+    from dataclasses import replace
+
+    template = next(t for t in SPEC.templates if t.name == "public_soft_mask")
+    small = replace(template, settings=template.settings | {"N": 1, "T": 4})
+    with pytest.raises(ValueError, match="at least 8 positions"):
+        make_case(small, "seed", SPEC.mask_threshold)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_probe_cases_switch_off_what_they_promise(seed):
+    from grader.cases import BLOCK_MATRICES
+
+    probes = {c.name: c for c in by_family(make_cases(SPEC, seed), "probes")}
+    settings = {t.name: t.settings for t in SPEC.templates}
+    for name, case in probes.items():
+        assert case.dtype == "float64" and not case.public
+        blocks = case.inputs["blocks_weights"]
+        for matrix in settings[name].get("zero", "").split():
+            assert blocks.shape[0] >= 1 and (blocks[:, BLOCK_MATRICES.index(matrix)] == 0).all(), name
+        if settings[name].get("symmetric"):
+            assert torch.equal(blocks, blocks.transpose(-1, -2))
+    shape = {name: case.shape for name, case in probes.items()}
+    assert shape["probe_embedding"]["B"] == 0 and shape["probe_embedding"]["N"] == 1 and shape["probe_embedding"]["M"] == shape["probe_embedding"]["T"]
+    order = shape["probe_gather_order"]
+    assert order["B"] == 0 and order["N"] >= 2 and order["T"] >= 2 and order["M"] == order["N"] * order["T"]
+    threshold = probes["probe_mask_threshold"].inputs["mask_indicator"]
+    assert shape["probe_mask_threshold"]["B"] == 0 and threshold.shape[0] == 1 and (threshold == 0.5).any() and (threshold < 0).any()
+    uniform = first_block_scores(probes["probe_uniform_attention"])
+    assert (uniform == 0).all(), "w_q = 0: every score equal"
+    for name in ("probe_attention_only", "probe_uniform_attention", "probe_symmetric_weights", "probe_one_block", "probe_two_blocks"):
+        assert shape[name]["H"] >= 2 and shape[name]["N"] >= 2 and shape[name]["T"] >= 2, name
+    assert shape["probe_single_head"]["H"] == 1 and shape["probe_single_head"]["D"] >= 2
+    assert shape["probe_single_position"]["T"] == 1 and shape["probe_two_blocks"]["B"] == 2

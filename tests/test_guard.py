@@ -1,11 +1,17 @@
-"""The runtime guard: each layer sees what it is there for, and honest operations pass."""
+"""The runtime guard: each layer sees what it is there for, honest operations pass, and once armed
+it cannot be switched off, emptied or bypassed by another thread without that showing."""
+
+import json
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from grader.child.guard import ForbiddenAPIError, Guard, _FunctionWatch, _OperatorWatch
-from grader.spec import load_spec
+from grader.child.guard import ForbiddenAPIError, Guard, _FunctionWatch, _OperatorWatch, own_override
+from grader.spec import ROOT, load_spec
 
 POLICY = load_spec().policy
 X = torch.randn(2, 3, 4)
@@ -13,6 +19,9 @@ X = torch.randn(2, 3, 4)
 
 def guard() -> Guard:
     return Guard(POLICY["forbidden_functions"], POLICY["forbidden_operators"], "/nonexistent/submission.py")
+
+
+# -- the modes, pushed for a block (in this process) ------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -46,6 +55,14 @@ def test_function_layer_sees_what_decomposes_into_honest_operators():
     assert g.found == ["the function torch.rms_norm"]
 
 
+@pytest.mark.parametrize("route", [lambda: torch.ops.aten.rms_norm.default(X, [4]), lambda: torch.ops.aten.rms_norm(X, [4])])
+def test_operator_overloads_are_matched_by_their_base_name(route):
+    g = guard()
+    with pytest.raises(ForbiddenAPIError), g.watching():
+        route()
+    assert g.found == ["the operator aten.rms_norm"]
+
+
 def test_tensor_methods_are_named():
     g = guard()
     with pytest.raises(ForbiddenAPIError), g.watching():
@@ -63,6 +80,71 @@ def test_a_swallowed_refusal_is_still_recorded():
     assert g.found
 
 
+def dispatch_softmax(cls, func, types, args=(), kwargs=None):
+    plain = [a.elem if type(a) is cls else a for a in args]
+    return torch.ops.aten._softmax(plain[0], -1, False) if func is torch.ops.aten.exp.default else func(*plain, **(kwargs or {}))
+
+
+def wrapped(cls, elem):
+    wrapper = torch.Tensor._make_wrapper_subclass(cls, elem.shape, dtype=elem.dtype)
+    wrapper.elem = elem
+    return wrapper
+
+
+def test_a_tensor_subclass_with_its_own_dispatch_is_refused_before_its_code_runs():
+    # built with type() so the dunder name is only a string key, as a cheater would
+    sneaky = type("Sneaky", (torch.Tensor,), {"__new__": staticmethod(wrapped), "__torch_dispatch__": classmethod(dispatch_softmax)})
+    g = guard()
+    with pytest.raises(ForbiddenAPIError), g.watching():
+        torch.exp(sneaky(X))
+    assert len(g.found) == 1 and "Sneaky" in g.found[0] and "tensor subclasses with their own __torch_dispatch__" in g.found[0]
+    assert own_override(torch.Tensor) is None and own_override(type("Plain", (torch.Tensor,), {})) is None
+    assert own_override(torch.nn.Parameter) is None  # torch's "disabled" handler runs no code
+
+
+def test_an_object_with_its_own_torch_function_is_refused():
+    class Impostor:
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return torch.rms_norm(args[0], (4,))  # would run with the function mode off
+
+    g = guard()
+    with pytest.raises(ForbiddenAPIError), g.watching():
+        torch.add(X, Impostor())
+    assert "Impostor" in g.found[0]
+
+
+def test_a_plain_subclass_passes():
+    g = guard()
+    plain = type("Plain", (torch.Tensor,), {})
+    with g.watching():
+        (X.as_subclass(plain) * 2).exp().sum()
+    assert g.found == []
+
+
+@pytest.mark.parametrize(
+    "route, where",
+    [
+        (lambda: torch._refs.softmax(X, -1), "torch._refs.softmax"),
+        (lambda: torch._decomp.decomposition_table[torch.ops.aten._softmax.default](X, -1, False), "torch._decomp"),
+        (lambda: torch._refs._normalize(X, [2], 1e-5), "torch._refs._normalize"),  # a layer norm under another name
+    ],
+)
+def test_torchs_python_decompositions_are_refused_by_their_frames(route, where):
+    import torch._decomp  # noqa: F401 - imported by torch already; named for the lambdas above
+    import torch._refs  # noqa: F401
+
+    g = guard()
+    with pytest.raises(ForbiddenAPIError), g.watching():
+        route()
+    assert any(f.startswith(f"torch's Python decomposition {where}") for f in g.found), g.found
+
+
+def my_softmax(s):
+    e = torch.exp(s - s.amax(-1, keepdim=True))
+    return e / e.sum(-1, keepdim=True)
+
+
 def test_honest_operations_and_their_backward_pass():
     g = guard()
     w = torch.randn(4, 4, requires_grad=True)
@@ -72,5 +154,171 @@ def test_honest_operations_and_their_backward_pass():
         h = (s - mean) / torch.sqrt(s.var(-1, unbiased=False, keepdim=True) + 1e-5)
         p = torch.exp(h - torch.logsumexp(h, -1, keepdim=True))
         q = torch.einsum("nij,nkj->nik", p, h).tanh().amax(-1)
-        torch.autograd.grad(q.sum(), w)
+        r = torch.vmap(my_softmax)(h).sum() + torch.linalg.vector_norm(h, dim=-1).sum() + torch.special.erf(h).sum()
+        torch.autograd.grad(q.sum() + r, w, grad_outputs=torch.ones(()))
+        torch.func.grad(lambda t: my_softmax(t).pow(2).sum())(h.detach())
     assert g.found == []
+
+
+def test_the_operator_mode_does_not_import_dynamo():
+    # TorchDispatchMode wraps handlers to disable torch._dynamo unless told not to: importing it
+    # took seconds of the first case
+    result = subprocess.run(
+        [sys.executable, "-c", "import sys, torch; from grader.child.guard import _OperatorWatch; print('torch._dynamo' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert result.stdout.strip() == "False", result.stderr
+
+
+# -- the armed guard, in a process of its own (arming cannot be undone) -----------------------
+
+PRELUDE = """
+import json, math, sys, threading
+sys.path.insert(0, {kit!r})
+import torch
+from child import runner, wire
+from child.guard import Guard, ForbiddenAPIError, READ_EVENT
+guard = Guard({functions!r}, {operators!r}, "/nonexistent/submission.py")
+torch.set_num_threads(1)
+guard.arm(protect=[runner, wire])
+x = torch.randn(2, 3, 4, dtype=torch.float64)
+seen = {{}}
+
+def attempt(label, job):
+    try:
+        job()
+        seen[label] = "ran"
+    except Exception as error:
+        seen[label] = type(error).__name__ + ": " + str(error)[:200]
+"""
+
+
+def armed(code: str) -> tuple[list[str], dict[str, str]]:
+    """Run `code` after arming a guard in a fresh interpreter: (its findings, what `seen` holds)."""
+    prelude = PRELUDE.format(kit=str(ROOT / "grader"), functions=POLICY["forbidden_functions"], operators=POLICY["forbidden_operators"])
+    script = prelude + textwrap.dedent(code) + "\nprint(json.dumps([guard.findings(), seen]))\n"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0 and result.stdout, result.stderr[-3000:]
+    found, seen = json.loads(result.stdout.splitlines()[-1])
+    seen["stderr"] = result.stderr
+    return found, seen
+
+
+def test_armed_guard_lets_honest_work_through_and_walls_off_threads_at_the_kernel():
+    found, seen = armed(
+        """
+        w = torch.randn(4, 4, dtype=torch.float64, requires_grad=True)
+        h = x @ w
+        h = (h - h.mean(-1, keepdim=True)) / torch.sqrt(h.var(-1, unbiased=False, keepdim=True) + 1e-5)
+        torch.autograd.grad(torch.exp(h - h.amax(-1, keepdim=True)).sum(), w)
+        seen["honest"] = json.dumps(guard.findings())
+        seen["os refuses threads"] = str(guard.os_refuses_threads)
+        sys.modules.pop("_thread")
+        fresh = __import__("_thread")  # a fresh start_new_thread, which the guard did not replace
+        attempt("fresh thread", lambda: fresh.start_new_thread(print, ("escaped",)))
+        import os
+        attempt("fork", os.fork)
+        """
+    )
+    assert seen["honest"] == "[]"
+    assert seen["stderr"] == ""  # and the process ends quietly, the profile function removed at exit
+    assert found == ["the runtime guard was tampered with (sys.modules._thread was replaced)"]
+    assert seen["os refuses threads"] == "True"
+    assert seen["fresh thread"] == "RuntimeError: can't start new thread"
+    assert seen["fork"].startswith("BlockingIOError")
+
+
+def test_a_thread_is_refused_and_recorded():
+    found, seen = armed('attempt("thread", lambda: threading.Thread(target=lambda: torch.softmax(x, -1)).start())')
+    assert seen["thread"].startswith("ForbiddenAPIError")
+    assert found and found[0].startswith("a thread")
+
+
+def test_forbidden_operators_are_refused_with_the_modes_off():
+    found, seen = armed(
+        """
+        with torch._C.DisableTorchFunction(), torch._C._DisableTorchDispatch():
+            attempt("softmax", lambda: torch.softmax(x, -1))
+            attempt("rms_norm", lambda: torch.ops.aten.rms_norm.default(x, [4]))
+            with torch.inference_mode():
+                attempt("layer_norm", lambda: torch.layer_norm(x, (4,)))
+        """
+    )
+    assert all(seen[k].startswith("ForbiddenAPIError") for k in ("softmax", "rms_norm", "layer_norm")), seen
+    for name in ("softmax", "rms_norm", "layer_norm"):
+        assert any(f.startswith("the operator aten.") and f.endswith(name) for f in found), found
+
+
+def test_a_decomposition_run_while_the_modes_are_off_is_recorded():
+    found, seen = armed(
+        """
+        import torch._decomp
+        decomposition = torch._decomp.decomposition_table[torch.ops.aten._softmax.default]
+        with torch.overrides._pop_mode_temporarily(), torch.utils._python_dispatch._pop_mode_temporarily():
+            attempt("softmax", lambda: decomposition(x, -1, False))
+        """
+    )
+    assert seen["softmax"] == "ran"  # nothing refused it, but the profile function saw it
+    assert any(f.startswith("torch's Python decomposition torch._decomp") for f in found), found
+
+
+@pytest.mark.parametrize(
+    "attack, shows",
+    [
+        ("guard.found.clear(); attempt('hide', lambda: sys.audit(READ_EVENT, []))", "the function torch.softmax"),
+        ("type(guard).check_function = lambda self, func: None", "Guard.check_function was replaced"),
+        ("attempt('swap', lambda: setattr(Guard.check_function, '__code__', (lambda self, func: None).__code__))", "__code__ of Guard.check_function"),
+        ("torch._C._push_on_torch_function_stack(torch.overrides.TorchFunctionMode())", "no longer alone on the torch function mode stack"),
+        ("torch.utils._python_dispatch._pop_mode()", "no longer alone on the torch dispatch mode stack"),
+        ("guard.library._destroy()", "the kernels of aten::"),
+        ("runner.wire = None", "child.runner.wire was replaced"),
+        ("import builtins; builtins.len = lambda obj: 0", "builtins.len was replaced"),
+        ("attempt('trace', lambda: sys.settrace(lambda *a: None))", "sys.settrace"),
+        ("import gc; attempt('gc', gc.get_objects)", "gc.get_objects"),
+    ],
+)
+def test_tampering_shows_in_the_record(attack, shows):
+    found, _ = armed(f"attempt('softmax', lambda: torch.softmax(x, -1))\n{attack}\n")
+    assert "the function torch.softmax" in found
+    assert any(shows in f for f in found), found
+
+
+def test_a_finding_is_reported_again_in_every_later_read():
+    # each read is a case: a route used in every case is reported in every case
+    found, seen = armed(
+        """
+        attempt("first", lambda: torch.softmax(x, -1))
+        seen["first read"] = json.dumps(guard.findings())
+        attempt("second", lambda: torch.softmax(x, -1))
+        """
+    )
+    assert json.loads(seen["first read"]) == ["the function torch.softmax"]
+    assert found == ["the function torch.softmax", "the function torch.softmax"]
+
+
+def test_the_first_call_after_arming_is_fast():
+    # arming warms up what a case does (autograd.grad with grad_outputs imports sympy, seconds)
+    found, seen = armed(
+        """
+        import time
+        modules = set(sys.modules)
+        w = torch.randn(4, 4, dtype=torch.float64, requires_grad=True)
+        y = (x @ w)[x.new_ones(2, dtype=torch.bool)]
+        torch.autograd.grad(y, [w], grad_outputs=torch.ones_like(y), allow_unused=True)
+        seen["imported"] = ", ".join(sorted(set(sys.modules) - modules))
+        """
+    )
+    assert found == [] and seen["imported"] == ""
+
+
+def test_a_guard_that_is_not_armed_reports_what_it_found():
+    g = guard()
+    with g.watching():
+        try:
+            torch.softmax(X, -1)
+        except ForbiddenAPIError:
+            pass
+    assert g.findings() == ["the function torch.softmax"]

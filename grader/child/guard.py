@@ -1,53 +1,451 @@
 """Runtime guard: watches what the submission executes and refuses forbidden functionality.
 
-Two layers, active around each call of the submission (and the backward through its result):
-- a TorchFunctionMode sees every torch-level function and Tensor method by name
-  (torch.rms_norm, F.softmax, x.softmax, ...), even ones that decompose into elementary
-  operators and would be invisible below;
-- a TorchDispatchMode sees every ATen operator that really runs (aten._softmax,
-  aten.native_layer_norm, ...), whichever Python route reached it (torch.ops.aten, torch._C._nn,
-  names built from strings).
+It is armed once, before the submission is imported, and stays armed until the process ends:
+- the forbidden ATen operators (aten._softmax, aten.native_layer_norm, aten.rms_norm, ...) get
+  kernels that record and refuse, so they cannot run by any Python route, in any mode, on any thread;
+- a TorchFunctionMode sees every torch function and Tensor method by name (torch.rms_norm,
+  x.softmax, torch.ops.aten.rms_norm.default, ...);
+- a TorchDispatchMode sees every operator that really runs, and the Python frames it runs under:
+  torch's own Python decompositions (torch._refs, torch._decomp, torch._prims) and torch's Python
+  implementations of forbidden functions are refused, though they are made of honest operators;
+- both modes refuse tensor subclasses (and other objects) with their own __torch_function__ or
+  __torch_dispatch__, whose code would run where the modes do not watch;
+- no thread may start (the modes watch only the thread they are pushed on): Python's thread start
+  is refused and recorded, and a seccomp filter has the kernel refuse every new thread and process,
+  whatever route reaches it;
+- an audit hook, which cannot be removed, holds the record of what was found and a picture of the
+  guard as armed, both out of the submission's reach (it refuses the gc calls that could find
+  them). It refuses trace and profile functions and any change to the code of a protected function,
+  and on every read of the record it checks the guard against the picture: its modes alone on their
+  stacks; the names, classes, functions and instances of the guard and of the modules the runner
+  uses after a call; the modules loaded (none replaced by a fake); the refusing kernels. A change
+  is recorded as tampering.
 A forbidden use is recorded, then refused with an exception; the record is what the grader is
 told, so catching the exception does not hide it.
+
+This is the second layer: the static check keeps a submission from reaching sys.modules, torch._C
+or ctypes in the first place, and the sandbox is the security boundary. In-process checks cannot
+stop code that rewrites the interpreter's memory; they make every Python-level route fail or show.
 """
 
+import _thread
+import builtins
+import ctypes
+import errno
 import fnmatch
+import json
 import os
-import traceback
+import platform
+import re
+import struct
+import sys
+import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from types import FunctionType, ModuleType
+from typing import Any, NoReturn
 
+import torch
+from torch._ops import OpOverload, OpOverloadPacket
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
+
+TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+DECOMPOSITIONS = ("_refs", "_decomp", "_prims")  # packages of torch holding Python decompositions
+# Where forbidden operators get refusing kernels: every key a CPU computation can be dispatched to.
+KERNEL_KEYS = (
+    "CompositeImplicitAutograd", "CompositeImplicitAutogradNestedTensor", "CompositeExplicitAutograd",
+    "CompositeExplicitAutogradNonFunctional", "CPU", "SparseCPU", "SparseCsrCPU", "QuantizedCPU",
+    "NestedTensorCPU", "MkldnnCPU",
+)  # fmt: skip
+RECORD_EVENT = "mlm_grader.guard.record"  # audit events between the guard and its audit hook
+READ_EVENT = "mlm_grader.guard.read"
+TAMPERED = "the runtime guard was tampered with"
+RECORD_LIMIT = 10000  # findings kept; anything in the record already decides the verdict
+# Refused once armed: gc introspection would find the hook's record, trace and profile functions
+# run code where the modes do not watch.
+REFUSED_EVENTS = {
+    "gc.get_objects": "gc.get_objects (searching the process's objects)",
+    "gc.get_referrers": "gc.get_referrers (searching the process's objects)",
+    "gc.get_referents": "gc.get_referents (searching the process's objects)",
+    "sys.settrace": "sys.settrace (trace functions run code where the runtime guard does not watch)",
+    "sys.setprofile": "sys.setprofile (profile functions run code where the runtime guard does not watch)",
+}
+
+# Read through the type's own slots, so that a metaclass of the submission's cannot answer instead.
+_mro_of = type.__dict__["__mro__"].__get__
+_dict_of = type.__dict__["__dict__"].__get__
+_qualname_of = type.__dict__["__qualname__"].__get__
+_getframe = sys._getframe
+_audit = sys.audit
+_Tensor = torch.Tensor
+_TensorBase = torch._C.TensorBase
+_DISABLED_FUNCTION = torch._C._disabled_torch_function_impl
+_DISABLED_DISPATCH = torch._C._disabled_torch_dispatch_impl
+_pack_length = struct.Struct("<Q").pack  # the frame's header length, as in wire.py
 
 
 class ForbiddenAPIError(RuntimeError):
     pass
 
 
+def _submission_line(guard: "Guard", _getframe: Any = _getframe) -> int | None:
+    frame = _getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename == guard.submission:
+            return frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
+def _record(guard: "Guard", what: str, _line: Any = _submission_line, _basename: Any = os.path.basename, _audit: Any = _audit) -> None:
+    """Record a finding where the submission cannot take it back (the audit hook, once armed)."""
+    line = _line(guard)
+    if line:
+        what += f" (line {line} of {_basename(guard.submission)})"
+    if what not in guard.found:
+        guard.found.append(what)
+    _audit(RECORD_EVENT, what)
+
+
+def _refuse(guard: "Guard", what: str, _record: Any = _record, _error: Any = ForbiddenAPIError) -> NoReturn:
+    _record(guard, what)
+    raise _error(f"{what} is forbidden in this challenge")
+
+
+def base_name(func: Any) -> str:
+    """'rms_norm' for torch.rms_norm, torch.ops.aten.rms_norm and torch.ops.aten.rms_norm.default."""
+    name = getattr(func, "__name__", "")
+    return name.partition(".")[0] if isinstance(name, str) else ""
+
+
+def own_override(kind: type) -> str | None:
+    """The name of a class that brings its own __torch_function__ or __torch_dispatch__, or None
+    for torch.Tensor and its plain subclasses (torch's "disabled" handlers, as nn.Parameter has,
+    only opt out of subclass handling and run no code)."""
+    for klass in _mro_of(kind):
+        if klass is _Tensor or klass is _TensorBase:
+            return None
+        namespace = _dict_of(klass)
+        for name, harmless in (("__torch_function__", _DISABLED_FUNCTION), ("__torch_dispatch__", _DISABLED_DISPATCH)):
+            if name in namespace and namespace[name] is not harmless:
+                return _qualname_of(kind)
+    return _qualname_of(kind)  # not a tensor at all, yet torch found an override on it
+
+
+def judge_code(code: Any, functions: frozenset[str]) -> str:
+    """Why an operation run under this code is refused ("" if it is not). Judged by the file the
+    code was compiled from, which the submission cannot change on torch's own functions."""
+    filename = code.co_filename
+    if not isinstance(filename, str) or not filename.startswith(TORCH_DIR):
+        return ""
+    module = "torch." + filename[len(TORCH_DIR) :].removesuffix(".py").removesuffix(f"{os.sep}__init__").replace(os.sep, ".")
+    if module.split(".")[1] in DECOMPOSITIONS:
+        return f"torch's Python decomposition {module}.{code.co_name}"
+    if code.co_name in functions:
+        return f"the function {module}.{code.co_name}"
+    return ""
+
+
 class Guard:
     def __init__(self, functions: list[str], operators: list[str], submission: str) -> None:
         self.submission = submission  # its frames say where a forbidden use came from
         self.functions = frozenset(functions)
-        self.operator_patterns = tuple(operators)  # glob patterns over ATen operator names
-        self.found: list[str] = []
+        self.operators = re.compile("|".join(fnmatch.translate(p) for p in operators) or "(?!)")
+        self.found: list[str] = []  # what was found (once armed, the audit hook's copy is the truth)
+        self.code_verdicts: dict[Any, str] = {}  # code object -> "" or why running under it is refused
+        self.function_watch = _FunctionWatch(self)
+        self.operator_watch = _OperatorWatch(self)
+        self.library: Any = None  # holds the refusing kernels
+        self.kernels: list[Any] = []
+        self.os_refuses_threads = False  # whether the kernel refuses new threads and processes
+        self.armed = False
 
-    def refuse(self, what: str) -> None:
-        lines = [f.lineno for f in traceback.extract_stack() if f.filename == self.submission]
-        if lines:
-            what += f" (line {lines[-1]} of {os.path.basename(self.submission)})"
-        if what not in self.found:
-            self.found.append(what)
-        raise ForbiddenAPIError(f"{what} is forbidden in this challenge")
+    def record(self, what: str) -> None:
+        _record(self, what)
+
+    def refuse(self, what: str) -> NoReturn:
+        _refuse(self, what)
+
+    # -- what is refused ---------------------------------------------------------------------
 
     def operator_forbidden(self, name: str) -> bool:
-        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.operator_patterns)
+        return self.operators.match(name) is not None
+
+    def check_types(self, types: Any) -> None:
+        for kind in types:
+            if kind is not _Tensor:
+                name = own_override(kind)
+                if name is not None:
+                    self.refuse(
+                        f"the class {name}, which has its own __torch_function__ or __torch_dispatch__ "
+                        "(tensor subclasses with their own __torch_dispatch__ or __torch_function__ are not allowed)"
+                    )
+
+    def check_frames(self, frame: Any) -> None:
+        """Refuse an operation run by torch's own Python code for a forbidden function; the
+        outermost such frame (where the submission called in) names it."""
+        verdicts, refused = self.code_verdicts, ""
+        while frame is not None:
+            code = frame.f_code
+            verdict = verdicts.get(code)
+            if verdict is None:
+                verdict = verdicts[code] = judge_code(code, self.functions)
+            refused = verdict or refused
+            frame = frame.f_back
+        if refused:
+            self.refuse(refused)
+
+    def check_function(self, func: Any) -> None:
+        name = base_name(func)
+        if name not in self.functions:
+            return
+        if isinstance(func, OpOverload | OpOverloadPacket):
+            self.refuse(f"the operator {getattr(func, 'overloadpacket', func)}")
+        if "Tensor" in str(getattr(func, "__qualname__", "")):
+            self.refuse(f"the Tensor method .{name}")
+        owner = getattr(func, "__module__", None)
+        self.refuse(f"the function {owner if isinstance(owner, str) else 'torch'}.{name}")
+
+    # -- arming ------------------------------------------------------------------------------
 
     @contextmanager
     def watching(self) -> Iterator[None]:
-        with _FunctionWatch(self), _OperatorWatch(self):
+        """Both modes for the length of a block (arm() pushes them for good)."""
+        with self.function_watch, self.operator_watch:
             yield
+
+    def arm(self, protect: list[ModuleType]) -> None:
+        """Arm every layer for the rest of the process. `protect`: the modules whose code runs
+        after each call (the runner's), checked with the guard's own."""
+        self.override_kernels()
+        torch._C._push_on_torch_function_stack(self.function_watch)
+        torch._C._push_on_torch_dispatch_stack(self.operator_watch)
+        self.warm_up()  # lazy imports and one-time set-up happen now, not in the first call
+        self.refuse_threads()
+        self.os_refuses_threads = refuse_new_processes()
+        self.armed = True  # before the picture of the guard is taken
+        profile = _profile_function(self)
+        sys.setprofile(profile)
+        sys.addaudithook(_audit_hook(self, [sys.modules[__name__], *protect], profile))
+        self.warm_up()  # nothing it needs is refused once sealed
+        if self.findings():
+            raise RuntimeError(f"the runtime guard does not hold after arming: {self.findings()}")
+
+    def warm_up(self) -> None:
+        """What a case does, on a tiny tensor: the first call then finds every lazy import done
+        (autograd.grad with grad_outputs imports sympy, for one), and a full /tmp cannot fail it."""
+        x = torch.linspace(-1.0, 1.0, 6, dtype=torch.float64).view(2, 3).requires_grad_()
+        y = torch.tanh(x @ x.mT).exp() / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + 1e-5)
+        y = y[x.new_ones(2, dtype=torch.bool)]
+        torch.autograd.grad(y, [x], grad_outputs=torch.ones_like(y).to(y.dtype), allow_unused=True)
+        if self.found:
+            raise RuntimeError(f"the runtime guard refused its own warm-up: {self.found}")
+
+    def override_kernels(self) -> None:
+        library = torch.library.Library("aten", "IMPL")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "overriding a previously registered kernel" is the point
+            for qualified in torch._C._dispatch_get_all_op_names():
+                namespace, _, op = qualified.partition("::")
+                name = op.partition(".")[0]
+                if namespace != "aten" or not self.operator_forbidden(name):
+                    continue
+                for key in KERNEL_KEYS:
+                    if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key):
+                        kernel = _refusing_kernel(self, f"the operator aten.{name}")
+                        library.impl(op, kernel, key)
+                        self.kernels.append((qualified, kernel))
+        self.library = library
+
+    def refuse_threads(self) -> None:
+        def start_new_thread(*args: Any, **kwargs: Any) -> NoReturn:
+            _refuse(self, "a thread (the submission must run on the grader's thread, where the runtime guard watches)")
+
+        _thread.start_new_thread = _thread.start_new = threading._start_new_thread = start_new_thread
+
+    # -- reading the record ------------------------------------------------------------------
+
+    def findings(self, _audit: Any = _audit, _list: Any = list) -> list[str]:
+        """Everything found so far, in order, with any tampering found by checking the guard now."""
+        if not self.armed:
+            return _list(self.found)
+        found: list[str] = []
+        _audit(READ_EVENT, found)
+        return found
+
+    def text_frame(self, fields: dict[str, str], _quote: Any = json.encoder.encode_basestring_ascii, _pack: Any = _pack_length) -> bytes:
+        """A frame of text fields and no tensors, encoded without any code the submission could
+        have replaced: how a finding is told when the guard itself was tampered with."""
+        body = ", ".join(_quote(key) + ": " + _quote(value) for key, value in fields.items())
+        header = ("{" + body + ', "tensors": []}').encode("ascii")
+        return _pack(len(header)) + header
+
+
+def _refusing_kernel(guard: Guard, what: str) -> Any:
+    def refuse_operator(*args: Any, **kwargs: Any) -> NoReturn:
+        _refuse(guard, what)
+
+    return refuse_operator
+
+
+def _profile_function(guard: Guard) -> Any:
+    """A profile function that records every entry into torch's Python decompositions and torch's
+    Python implementations of forbidden functions, whatever the state of the modes (a submission
+    could take them off the stack for a while and put them back). It only records: an exception
+    raised here would remove it. It holds nothing the record could be reached through."""
+    verdicts, judge, names, audit, line_of, basename = guard.code_verdicts, judge_code, guard.functions, _audit, _submission_line, os.path.basename
+    record_event, finalizing = RECORD_EVENT, sys.is_finalizing
+
+    def verdict_on(frame: Any) -> str:
+        if frame is None:
+            return ""
+        code = frame.f_code
+        verdict = verdicts.get(code)
+        if verdict is None:
+            verdict = verdicts[code] = judge(code, names)
+        return verdict
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and not finalizing():  # at exit, modules are being torn down
+            verdict = verdict_on(frame)
+            if verdict and not verdict_on(frame.f_back):  # where the submission's code called in
+                line = line_of(guard)
+                audit(record_event, f"{verdict} (line {line} of {basename(guard.submission)})" if line else verdict)
+
+    return profile
+
+
+def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
+    """The hook that keeps the record and the picture of the guard as armed. Everything it uses is
+    bound here, in its closure: once it is installed nothing else refers to it."""
+    log: list[str] = []
+    entries, sizes, functions = _picture(guard, modules)
+    protected = frozenset(id(function) for _, function, _ in functions)
+    kernel_tables = tuple((qualified, torch._C._dispatch_dump(qualified)) for qualified in dict(guard.kernels))
+    verdicts, judge, names, checked = guard.code_verdicts, judge_code, guard.functions, {}  # checked: the hook's own verdicts
+    function_watch, operator_watch = guard.function_watch, guard.operator_watch
+    function_stack_len, function_stack_at = torch._C._len_torch_function_stack, torch._C._get_function_stack_at
+    dispatch_stack_len, dispatch_stack_at = torch._C._len_torch_dispatch_stack, torch._C._get_dispatch_stack_at
+    infra_mode, infra_keys = torch._C._get_dispatch_mode, tuple(torch._C._TorchDispatchModeKey.__members__.values())
+    function_handling_on, function_modes_on = torch._C._is_torch_function_enabled, torch._C._is_torch_function_mode_enabled
+    key_excluded, python_keys = torch._C._dispatch_tls_is_dispatch_key_excluded, (torch._C.DispatchKey.Python, torch._C.DispatchKey.PythonTLSSnapshot)
+    kernel_table, parts_of, missing, error, line_of = torch._C._dispatch_dump, _parts, _MISSING, ForbiddenAPIError, _submission_line
+    current_profile, profile_parts = sys.getprofile, _parts(profile)
+    count, ident, string, exception, basename, finalizing = len, id, str, Exception, os.path.basename, sys.is_finalizing
+    record_event, read_event, tampered, refused_events, limit = RECORD_EVENT, READ_EVENT, TAMPERED, dict(REFUSED_EVENTS), RECORD_LIMIT
+
+    def tampering() -> str | None:
+        if not (function_stack_len() == 1 and function_stack_at(0) is function_watch):
+            return "its function mode is no longer alone on the torch function mode stack"
+        if not (dispatch_stack_len() == 1 and dispatch_stack_at(0) is operator_watch):
+            return "its operator mode is no longer alone on the torch dispatch mode stack"
+        for key in infra_keys:
+            if infra_mode(key) is not None:
+                return "a dispatch mode was set in front of it"
+        if current_profile() is not profile or parts_of(profile) != profile_parts:
+            return "its profile function was removed or changed"
+        if not (function_handling_on() and function_modes_on()):
+            return "torch function handling was turned off"
+        for key in python_keys:
+            if key_excluded(key):
+                return "Python dispatch was turned off"
+        for label, mapping, size in sizes:
+            if count(mapping) != size:
+                return f"names were added to or removed from {label}"
+        for label, mapping, key, value in entries:
+            if mapping.get(key, missing) is not value:
+                return f"{label}.{key} was replaced"
+        for label, function, parts in functions:
+            if parts_of(function) != parts:
+                return f"the function {label} was changed"
+        for qualified, table in kernel_tables:
+            if kernel_table(qualified) != table:
+                return f"the kernels of {qualified} were changed"
+        for code, verdict in verdicts.items():
+            truth = checked.get(code)
+            if truth is None:
+                truth = checked[code] = judge(code, names)
+            if verdict != truth:
+                return "its verdicts on torch's Python code were changed"
+        return None
+
+    # The record: each finding once per read (a case), in order, up to a bound. Reading copies it
+    # and never empties it, so whoever else reads it takes nothing away from the grader.
+    seen: set[tuple[str, int]] = set()
+    reads = [0]
+
+    def add(what: str) -> None:
+        key = (what, reads[0])
+        if key not in seen and count(log) < limit:
+            seen.add(key)
+            log.append(what)
+
+    def hook(event: str, args: tuple) -> None:
+        if event == record_event:
+            add(string(args[0]))
+        elif event == read_event:
+            try:
+                problem = tampering()
+            except exception as failure:  # noqa: BLE001 - a check that cannot run is tampering too
+                problem = f"its check failed: {failure!r}"
+            if problem:
+                add(f"{tampered} ({problem})")
+            args[0].extend(log)
+            reads[0] += 1
+        elif (event in refused_events and not finalizing()) or (event == "object.__setattr__" and ident(args[0]) in protected):
+            # (at exit the interpreter itself removes the profile function)
+            what = refused_events.get(event) or f"{tampered} (the {args[1]} of {args[0].__qualname__} was being replaced)"
+            line = line_of(guard)
+            add(f"{what} (line {line} of {basename(guard.submission)})" if line else what)
+            raise error(f"{what} is forbidden in this challenge")
+
+    return hook
+
+
+_MISSING = object()
+
+
+def _parts(function: Any) -> tuple:
+    """What makes a function behave as it does: its code, defaults and closure contents."""
+    cells = tuple(cell.cell_contents for cell in function.__closure__ or ())
+    return (function.__code__, function.__defaults__, function.__kwdefaults__, cells)
+
+
+def _picture(guard: Guard, modules: list[ModuleType]) -> tuple[tuple, tuple, tuple]:
+    """Every name, class member, instance attribute and function of the guard and of `modules`,
+    as (label, mapping, key, value) entries, (label, mapping, size) sizes and (label, function,
+    parts) functions. What grows lazily (json, torch.Tensor's dict, sys.modules) gives entries only."""
+    entries, sizes, functions, seen = [], [], {}, set()
+    names = {module.__name__ for module in modules}
+
+    def namespace(label: str, mapping: Any, fixed_size: bool = True) -> None:
+        if fixed_size:
+            sizes.append((label, mapping, len(mapping)))
+        for key, value in list(mapping.items()):
+            entries.append((label, mapping, key, value))
+            inner = value.__func__ if isinstance(value, classmethod | staticmethod) else value
+            if isinstance(inner, FunctionType):
+                functions[id(inner)] = inner
+            elif isinstance(value, type) and value.__module__ in names and id(value) not in seen:
+                seen.add(id(value))
+                namespace(value.__qualname__, _dict_of(value))
+
+    for module in modules:
+        namespace(module.__name__, vars(module))
+    for module in (builtins, _thread, threading):
+        namespace(module.__name__, vars(module))
+    for label, instance in (("the guard", guard), ("its function mode", guard.function_watch), ("its operator mode", guard.operator_watch)):
+        namespace(label, vars(instance))
+    for module in (json, json.encoder, json.decoder, struct):
+        namespace(module.__name__, vars(module), fixed_size=False)
+    entries += [("sys.modules", sys.modules, name, module) for name, module in list(sys.modules.items())]  # no fakes planted
+    namespace("torch.Tensor", _dict_of(_Tensor), fixed_size=False)
+    namespace("torch._C.TensorBase", _dict_of(_TensorBase), fixed_size=False)
+    for _, kernel in guard.kernels:
+        functions[id(kernel)] = kernel
+    return tuple(entries), tuple(sizes), tuple((f.__qualname__, f, _parts(f)) for f in functions.values())
 
 
 class _FunctionWatch(TorchFunctionMode):
@@ -56,20 +454,76 @@ class _FunctionWatch(TorchFunctionMode):
         self.guard = guard
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        name = getattr(func, "__name__", "")
-        if name in self.guard.functions:
-            owner = getattr(func, "__module__", None) or "torch"
-            self.guard.refuse(f"the function {owner}.{name}" if "Tensor" not in getattr(func, "__qualname__", "") else f"the Tensor method .{name}")
+        guard = self.guard
+        guard.check_types(types)
+        guard.check_function(func)
+        guard.check_frames(_getframe(1))
         return func(*args, **(kwargs or {}))
 
 
 class _OperatorWatch(TorchDispatchMode):
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # else torch wraps our handler to disable torch._dynamo, importing it (seconds)
+
     def __init__(self, guard: Guard) -> None:
         super().__init__()
         self.guard = guard
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        guard = self.guard
+        guard.check_types(types)
         name = func.overloadpacket.__name__
-        if self.guard.operator_forbidden(name):
-            self.guard.refuse(f"the operator aten.{name}")
+        if guard.operator_forbidden(name):
+            guard.refuse(f"the operator {func.namespace}.{name}")
+        guard.check_frames(_getframe(1))
         return func(*args, **(kwargs or {}))
+
+
+# -- the kernel's wall: no new thread or process ---------------------------------------------
+
+_AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+_SYSCALLS = {  # the system calls that make a thread or a process
+    "x86_64": {"clone": 56, "fork": 57, "vfork": 58, "clone3": 435},
+    "aarch64": {"clone": 220, "clone3": 435},
+}
+
+
+def _bpf(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+    return struct.pack("HBBI", code, jt, jf, k)
+
+
+def refuse_new_processes() -> bool:
+    """Install a seccomp filter (it cannot be removed, and children inherit it) under which the
+    kernel answers EAGAIN to every new thread or process, as at a process limit. clone3 answers
+    ENOSYS, so that the C library falls back to clone. False where this machine does not allow it."""
+    machine = platform.machine()
+    if machine not in _SYSCALLS:
+        return False
+    load, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
+    allow, error = 0x7FFF0000, 0x00050000  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO
+    calls = _SYSCALLS[machine]
+    # Another architecture's system calls (int 0x80 on x86_64) are refused outright.
+    program = [_bpf(load, 4), _bpf(jeq, _AUDIT_ARCH[machine], jt=1), _bpf(ret, error | errno.ENOSYS), _bpf(load, 0)]
+    if machine == "x86_64":  # the x32 system calls of the same process
+        program += [_bpf(jge, 0x40000000, jf=1), _bpf(ret, error | errno.ENOSYS)]
+    program += [_bpf(jeq, calls["clone3"], jf=1), _bpf(ret, error | errno.ENOSYS)]
+    for name in ("clone", "fork", "vfork"):
+        if name in calls:
+            program += [_bpf(jeq, calls[name], jf=1), _bpf(ret, error | errno.EAGAIN)]
+    program.append(_bpf(ret, allow))
+    code = ctypes.create_string_buffer(b"".join(program))
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = SockFprog(len(program), ctypes.addressof(code))
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+        prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+        pr_set_no_new_privs, pr_set_seccomp, seccomp_mode_filter = 38, 22, 2
+        if prctl(pr_set_no_new_privs, 1, 0, 0, 0) != 0:
+            return False
+        return prctl(pr_set_seccomp, seccomp_mode_filter, ctypes.addressof(fprog), 0, 0) == 0
+    except (OSError, AttributeError):
+        return False

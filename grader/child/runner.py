@@ -7,6 +7,7 @@ decides a verdict: we only report what happened and return raw tensors.
 
 import importlib.util
 import inspect
+import io
 import json
 import os
 import socket
@@ -20,7 +21,7 @@ from typing import Any
 import torch
 
 from . import wire
-from .guard import Guard
+from .guard import TAMPERED, Guard
 
 MEMORY_MARKERS = ("can't allocate memory", "not enough memory", "out of memory")
 
@@ -45,14 +46,17 @@ def load_submission(path: str) -> ModuleType:
 
 
 def signature_problem(fn: Callable, expected: list[str]) -> str | None:
-    """Why fn cannot be called as fn(<expected parameters, positionally>), or None if it can."""
+    """Why fn cannot be called as fn(<expected parameters, positionally>), or None if it can.
+    A catch-all *args (a decorator without functools.wraps) accepts them: the call decides."""
     try:
         parameters = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return None  # a builtin or C callable without a signature: let the call decide
+    except Exception:  # noqa: BLE001 - a builtin, a C callable or an odd object: let the call decide
+        return None
     positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     found = [p.name for p in positional]
-    if found[: len(expected)] != expected:
+    catch_all = any(p.kind == p.VAR_POSITIONAL for p in parameters)
+    named = expected[: len(found)] if catch_all else expected
+    if found[: len(expected)] != named:
         return f"the parameters must be ({', '.join(expected)}), in this order; found ({', '.join(found)})"
     extra = [p.name for p in positional[len(expected) :] if p.default is p.empty]
     extra += [p.name for p in parameters if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
@@ -61,27 +65,56 @@ def signature_problem(fn: Callable, expected: list[str]) -> str | None:
     return None
 
 
+def _class_name(kind: type) -> str:
+    """module.qualname of a class, read from the type's own slots (no code of the class runs)."""
+    module = type.__dict__["__module__"].__get__(kind)
+    qualname = type.__dict__["__qualname__"].__get__(kind)
+    return f"{module}.{qualname}" if isinstance(module, str) else qualname
+
+
 def describe_output(out: object) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-    """What the grader needs to judge the returned object, and its values if it is a tensor."""
+    """What the grader needs to judge the returned object, and a copy of its values when it is a
+    plain strided dense tensor of a dtype the wire carries. Nothing here trusts what the object
+    says about itself: "plain" is type(out) is torch.Tensor, and a subclass gives no more than its
+    name. "type" reads "torch.Tensor" only for a plain strided dense tensor."""
     kind = type(out)
-    info: dict[str, Any] = {"type": f"{kind.__module__}.{kind.__qualname__}"}
-    if not isinstance(out, torch.Tensor):
+    if kind is not torch.Tensor:
+        if issubclass(kind, torch.Tensor):
+            return {"type": f"subclass of torch.Tensor (a class that calls itself {_class_name(kind)})", "plain": False}, {}
+        return {"type": f"non-tensor object of class {_class_name(kind)}", "plain": False}, {}
+    layout, nested, quantized = str(out.layout), out.is_nested, out.is_quantized
+    info: dict[str, Any] = {
+        "type": "torch.Tensor",
+        "plain": True,
+        "layout": layout,
+        "shape": None if nested else list(out.shape),  # a nested tensor has no single shape
+        "dtype": str(out.dtype).removeprefix("torch."),
+        "device": out.device.type,
+    }
+    if out.layout != torch.strided or nested or quantized:
+        info["type"] = f"{'nested ' if nested else 'quantized ' if quantized else ''}torch.Tensor with layout {layout}"
         return info, {}
-    info |= {"shape": list(out.shape), "dtype": str(out.dtype).removeprefix("torch."), "device": out.device.type}
-    if info["dtype"] not in wire.DTYPES:
+    if info["dtype"] not in wire.DTYPES or info["device"] != "cpu":
         return info, {}
-    plain = out.detach().as_subclass(torch.Tensor) if kind is not torch.Tensor else out.detach()
-    return info, {"output": plain.cpu()}
+    return info, {"output": out.detach().clone()}
 
 
-def run_case(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Tensor], submission: str, guard: Guard) -> tuple[dict, dict]:
-    """Both calls of one case under the guard; a forbidden use found anywhere is reported."""
-    guard.found.clear()
-    with guard.watching():
-        reply, sent = _run_calls(fn, header, tensors, submission)
-    if guard.found:
-        return reply | {"forbidden": "used " + ", ".join(guard.found) + " (write it yourself from elementary tensor operations)"}, {}
-    return reply, sent
+def explain_forbidden(found: list[str], _tampered: str = TAMPERED) -> str:
+    """The reply's "forbidden" text: the uses found (each names its route and line), then any
+    tampering with the guard."""
+    uses = [f for f in found if not f.startswith(_tampered)]
+    text = f"used {', '.join(uses)}" if uses else ""
+    if any(f.startswith(("the operator", "the function", "the Tensor method", "torch's Python")) for f in uses):
+        text += " (write it yourself from elementary tensor operations)"
+    return "; ".join([text] * bool(uses) + [f for f in found if f not in uses]) or "the runtime guard found a forbidden use"
+
+
+def run_case(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Tensor], submission: str) -> tuple[dict, dict]:
+    """Both calls of one case, and what they returned (the guard's findings are added by main)."""
+    try:
+        return _run_calls(fn, header, tensors, submission)
+    except BaseException as error:  # noqa: BLE001 - reading what the submission returned failed
+        return {"kind": "result", "name": header["name"], "phase": "forward"} | _error_report(error, submission), {}
 
 
 def _run_calls(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Tensor], submission: str) -> tuple[dict, dict]:
@@ -91,7 +124,8 @@ def _run_calls(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Te
     reply: dict[str, Any] = {"kind": "result", "name": header["name"]}
     sent: dict[str, torch.Tensor] = {}
 
-    # 1. The plain call, on copies we send back afterwards so the grader can see any change.
+    # 1. The plain call, on copies; they are copied again as soon as it returns, so that a change
+    # is seen even if the gradient call puts them back.
     args = {name: tensors[name].clone() for name in names}
     start = time.perf_counter()
     try:
@@ -99,8 +133,9 @@ def _run_calls(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Te
     except BaseException as error:  # noqa: BLE001 - every failure of the submission is reported
         return reply | {"phase": "forward"} | _error_report(error, submission), {}
     reply["seconds"] = time.perf_counter() - start
+    after = {f"after_{name}": tensor.clone() for name, tensor in args.items()}
     reply["output"], sent = describe_output(out)
-    sent |= {f"after_{name}": tensor for name, tensor in args.items()}
+    sent |= after
 
     # 2. The gradient call: fresh leaves, the grader's upstream gradient.
     if "output" not in sent or tuple(sent["output"].shape) != tuple(grad_output.shape):
@@ -118,11 +153,20 @@ def _run_calls(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Te
     except BaseException as error:  # noqa: BLE001
         return reply | {"phase": "gradient"} | _error_report(error, submission), sent
     for name, grad in zip(differentiable, grads, strict=True):
-        sent[f"grad_{name}"] = torch.zeros_like(tensors[name]) if grad is None else grad.detach()
+        sent[f"grad_{name}"] = torch.zeros_like(tensors[name]) if grad is None else grad.detach().clone()
     return reply, sent
 
 
+def unbuffered_output() -> None:
+    """Everything the submission prints reaches the grader at once, so that nothing is lost when
+    the process is killed or ends with os._exit (as python -u does)."""
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        raw = io.FileIO(fd, "w", closefd=False)
+        setattr(sys, name, io.TextIOWrapper(raw, encoding="utf-8", errors="backslashreplace", write_through=True))
+
+
 def main(argv: list[str]) -> None:
+    unbuffered_output()
     config = json.loads(argv[0])
     if "socket" in config:  # in a container: one Unix socket, bind-mounted, carries both directions
         channel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -134,14 +178,26 @@ def main(argv: list[str]) -> None:
     submission = config["submission"]
     guard = Guard(config["forbidden_functions"], config["forbidden_operators"], submission)
     torch.set_num_threads(1)
+    # Armed for good while the grader checks the policy: the first call finds everything imported.
+    guard.arm(protect=[sys.modules[__name__], wire])
+    # What runs after the submission's code is bound now, in this frame, whose names the
+    # submission cannot replace; the guard's check shows whether what they use was replaced.
+    findings, text_frame, explain, count = guard.findings, guard.text_frame, explain_forbidden, len
+    read_frame, write_frame, run, told = wire.read_frame, wire.write_frame, run_case, 0
 
     # Wait for the grader to finish setting our limits before any submission code runs.
-    header, _ = wire.read_frame(requests)
+    header, _ = read_frame(requests)
     assert header["kind"] == "start"
     try:
         module = load_submission(submission)
     except BaseException as error:  # noqa: BLE001
-        wire.write_frame(results, {"kind": "import_failed"} | _error_report(error, submission))
+        reply = {"kind": "import_failed"} | _error_report(error, submission)
+        found = findings()
+        if found:
+            results.write(text_frame({"kind": "import_failed", "error": str(reply["error"]), "forbidden": explain(found)}))
+            results.flush()
+        else:
+            write_frame(results, reply)
         return
     fn = getattr(module, config["entry_point"], None)
     if fn is None:
@@ -151,19 +207,27 @@ def main(argv: list[str]) -> None:
     else:
         problem = signature_problem(fn, config["parameters"])
     if problem:
-        wire.write_frame(results, {"kind": "invalid", "message": problem})
+        write_frame(results, {"kind": "invalid", "message": problem})
         return
-    wire.write_frame(results, {"kind": "ready"})
+    write_frame(results, {"kind": "ready"})
+    # What the import did (or tried to hide) is told with the first case's reply.
 
     while True:
         try:
-            header, tensors = wire.read_frame(requests)
+            header, tensors = read_frame(requests)
         except EOFError:
             return
         if header["kind"] != "case":
             return
-        reply, sent = run_case(fn, header, tensors, submission, guard)
-        wire.write_frame(results, reply, sent)
+        name = header["name"]
+        reply, sent = run(fn, header, tensors, submission)
+        found = findings()  # a forbidden use (even one whose exception was caught), or tampering
+        if count(found) > told:
+            results.write(text_frame({"kind": "result", "name": name, "forbidden": explain(found[told:])}))
+            results.flush()
+            told = count(found)
+        else:
+            write_frame(results, reply, sent)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "score": report.score,
         "max_score": 1.0,
         "message": report.message,
+        "diagnosis": report.diagnosis,
         "hints": report.hints,
         "warnings": report.warnings,
         "submission": report.submission,

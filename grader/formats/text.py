@@ -1,9 +1,12 @@
 """The human report: a compact table of the cases, the verdict's message, hints and the submission's output."""
 
+import textwrap
+
 from grader.results import CaseResult, Report, Verdict
 from grader.spec import Spec
 
 OUTPUT_SHOWN = 2000  # characters of the submission's stdout/stderr shown in the human report
+DIAGNOSIS_WIDTH = 110  # characters per line of the diagnosis in the human report
 
 
 def _number(x: float | None) -> str:
@@ -28,6 +31,9 @@ def render_text(report: Report, spec: Spec, verbose: bool = False) -> str:
     lines = [f"Submission: {report.submission}", f"Verdict:    {report.verdict.value.upper()}"]
     if report.cases:
         lines.append(f"Score:      {sum(c.passed for c in report.cases)}/{len(report.cases)} cases")
+    for i, sentence in enumerate(report.diagnosis):
+        wrapped = textwrap.wrap(sentence, DIAGNOSIS_WIDTH, break_on_hyphens=False) or [""]
+        lines += [("Diagnosis:  " if i == 0 else "            ") + wrapped[0], *("            " + line for line in wrapped[1:])]
     lines.append("")
     if report.cases:
         header = f"{'case':34} {'family':16} {'dtype':7} {'shape':32} {'result':22} {'max abs':>8} {'max rel':>8} {'time':>6}"

@@ -1,4 +1,5 @@
 """Wrong: Returns logits for every position instead of the masked ones."""
+# diagnosis: selection all_positions
 
 import math
 

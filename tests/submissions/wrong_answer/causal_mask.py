@@ -1,4 +1,5 @@
 """Wrong: Adds a causal mask: an encoder attends in both directions."""
+# diagnosis: averaging causal_mask
 
 import math
 

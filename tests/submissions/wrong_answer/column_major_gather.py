@@ -1,4 +1,5 @@
 """Wrong: Gathers masked rows in (t, n) order instead of row-major (n, t)."""
+# diagnosis: gather_order column_major_gather
 
 import math
 

@@ -1,4 +1,5 @@
 """Wrong: The head uses a detached copy of w_emb: right values, no head gradient."""
+# diagnosis: gradient_outside detached_head
 
 import math
 

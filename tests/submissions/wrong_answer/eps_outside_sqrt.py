@@ -1,4 +1,5 @@
 """Wrong: Adds eps after the square root."""
+# diagnosis: layer_norm eps_outside_root
 
 import math
 

@@ -1,4 +1,5 @@
 """Wrong: Uses eps = 1e-6."""
+# diagnosis: layer_norm eps_1e-06
 
 import math
 

@@ -1,4 +1,5 @@
 """Wrong: Applies a final layer norm before the head (this model has none)."""
+# diagnosis: embedding_or_head final_layer_norm
 
 import math
 

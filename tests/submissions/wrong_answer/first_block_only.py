@@ -1,4 +1,5 @@
 """Wrong: Reuses the first block's weights in every block."""
+# diagnosis: across_blocks first_block_only
 
 import math
 

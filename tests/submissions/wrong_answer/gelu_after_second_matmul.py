@@ -1,4 +1,5 @@
 """Wrong: Applies GELU after the second feed-forward matmul."""
+# diagnosis: feed_forward gelu_after_second_matmul
 
 import math
 

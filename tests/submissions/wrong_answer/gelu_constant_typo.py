@@ -1,4 +1,5 @@
 """Wrong: GELU cubic coefficient mistyped as 0.04475."""
+# diagnosis: feed_forward gelu_cubic_0.04475
 
 import math
 

@@ -1,4 +1,5 @@
 """Wrong: Exact (erf) GELU instead of the tanh approximation."""
+# diagnosis: feed_forward gelu_erf
 
 import math
 

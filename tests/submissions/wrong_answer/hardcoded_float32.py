@@ -1,4 +1,5 @@
 """Wrong: Computes in float32 whatever the input dtype, casting back at the end."""
+# diagnosis: precision
 
 import math
 

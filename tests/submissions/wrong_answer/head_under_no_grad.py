@@ -1,4 +1,5 @@
 """Wrong: Computes the head under torch.no_grad(): the result is not differentiable."""
+# diagnosis: gradient_outside detached_result
 
 import math
 

@@ -1,4 +1,5 @@
 """Wrong: Heads take every num_heads-th column instead of a contiguous slice."""
+# diagnosis: heads interleaved_heads
 
 import math
 

@@ -1,4 +1,5 @@
 """Wrong: Computes keys with w_q (a copy-paste slip)."""
+# diagnosis: scores keys_from_query_weights
 
 import math
 

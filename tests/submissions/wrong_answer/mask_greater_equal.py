@@ -1,4 +1,5 @@
 """Wrong: Selects mask values >= 0.5 (0.5 itself must not be selected)."""
+# diagnosis: selection mask_greater_equal
 
 import math
 

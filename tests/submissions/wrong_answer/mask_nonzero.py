@@ -1,4 +1,5 @@
 """Wrong: Selects every nonzero mask value."""
+# diagnosis: selection mask_nonzero
 
 import math
 

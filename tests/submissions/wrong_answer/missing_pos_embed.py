@@ -1,4 +1,5 @@
 """Wrong: Forgets the position embeddings."""
+# diagnosis: embedding_or_head missing_pos_embed
 
 import math
 

@@ -1,4 +1,5 @@
 """Wrong: Binarises the mask in place, changing the caller's tensor."""
+# diagnosis: inputs
 
 import math
 

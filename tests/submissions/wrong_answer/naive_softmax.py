@@ -1,4 +1,5 @@
 """Wrong: Softmax without subtracting the maximum: exp overflows on large scores."""
+# diagnosis: naive_softmax
 
 import math
 

@@ -1,4 +1,5 @@
 """Wrong: Drops the residual connection around the feed-forward layer."""
+# diagnosis: structure no_ffn_residual
 
 import math
 

@@ -1,4 +1,5 @@
 """Wrong: Forgets to scale the attention scores."""
+# diagnosis: scores no_score_scaling
 
 import math
 

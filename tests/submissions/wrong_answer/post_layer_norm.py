@@ -1,4 +1,5 @@
 """Wrong: Post-LN instead of pre-LN: normalises after each residual add."""
+# diagnosis: structure post_layer_norm
 
 import math
 

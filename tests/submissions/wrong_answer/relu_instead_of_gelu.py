@@ -1,4 +1,5 @@
 """Wrong: ReLU in the feed-forward layer."""
+# diagnosis: feed_forward relu
 
 import math
 

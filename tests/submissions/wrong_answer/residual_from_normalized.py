@@ -1,4 +1,5 @@
 """Wrong: Takes the residual from the normalised stream."""
+# diagnosis: structure residual_from_normalized
 
 import math
 

@@ -1,4 +1,5 @@
 """Wrong: Always returns float64."""
+# diagnosis: dtype
 
 import math
 

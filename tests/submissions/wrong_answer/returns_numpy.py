@@ -1,4 +1,5 @@
 """Wrong: Returns a NumPy array."""
+# diagnosis: type
 
 import math
 

@@ -1,4 +1,5 @@
 """Wrong: Scales scores by 1/d_head instead of 1/sqrt(d_head)."""
+# diagnosis: scores scale_by_d_head
 
 import math
 

@@ -1,4 +1,5 @@
 """Wrong: Scales scores by 1/sqrt(d_model) instead of 1/sqrt(d_head)."""
+# diagnosis: heads scale_by_d_model
 
 import math
 

@@ -1,4 +1,5 @@
 """Wrong: Normalises attention over the queries instead of the keys."""
+# diagnosis: scores softmax_over_queries
 
 import math
 

@@ -1,4 +1,5 @@
 """Wrong: Layer norm with the unbiased (N-1) variance."""
+# diagnosis: layer_norm unbiased_variance
 
 import math
 

@@ -1,4 +1,5 @@
 """Wrong: Treats the weights as (out, in): multiplies by W.T."""
+# diagnosis: orientation weights_transposed
 
 import math
 

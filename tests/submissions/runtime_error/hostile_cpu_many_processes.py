@@ -1,5 +1,8 @@
 """Hostile: forks six busy processes, each under the CPU limit of one process, that together use far
-more CPU time than the limit of the whole run."""
+more CPU time than the limit of the whole run. Under bubblewrap the kernel refuses every new process
+(seccomp), so it fails at its first fork: runtime_error. Where a backend lets it fork (uid, process),
+the CPU time of all its processes together is what ends it (tests/test_cpu_accounting.py and the
+watchdog tests in tests/test_protocol.py)."""
 
 import torch
 

@@ -1,5 +1,5 @@
 """Hostile: replaces modules in sys.modules (the channel, json, numpy) with fakes that claim success;
-the child's own channel then breaks, which is a runtime error."""
+the runtime guard sees the grader's modules replaced: tampering."""
 
 import torch
 

@@ -1,0 +1,366 @@
+"""What a wrong answer gets wrong, in a sentence or two, most likely first (deciding only: no I/O).
+
+Everything here runs in the grader, on what the child returned for its failing cases (the checked
+reply and the tensors the grader kept: an output of the wrong shape or dtype is described, not kept):
+- checks that are not about numbers (type, dtype, device, inputs changed in place) say so;
+- float64 results that are all float32 numbers mean the computation ran in float32;
+- known mistakes: when a failing case's output matches, within the case's tolerance, a known wrong
+  twin of the reference (reference/mistakes.py), and that twin explains every failing case, it is
+  named. `[diagnosis] known_mistakes = false` in the spec turns this off (exams), and so does the
+  absence of reference/ (a candidate's kit);
+- probe cases (family "probes" in problem/spec.toml) switch parts of the network off or make them
+  trivial; which pass and which fail locates the fault (`localise`). A conclusion names a part only
+  when the probes prove the parts before it right.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, Case
+from grader.compare import bitwise_equal, compare_values
+from grader.results import CaseResult, Verdict
+from grader.spec import Spec
+
+Received = dict[str, tuple[dict[str, Any], dict[str, Tensor]]]  # case name -> (reply, tensors), failing cases only
+PROBE_FAMILY = "probes"
+VALUE_CHECKS = ("values", "shape")  # checks where the logits are wrong
+NUMERIC_CHECKS = (*VALUE_CHECKS, "gradient")
+
+# The probe cases by role (their names in problem/spec.toml).
+EMBEDDING = "probe_embedding"  # no blocks, one sequence, every position selected
+GATHER_ORDER = "probe_gather_order"  # no blocks, several sequences, every position selected
+MASK_THRESHOLD = "probe_mask_threshold"  # no blocks, one sequence, mask values around 0.5
+WITHOUT_ATTENTION = "probe_without_attention"  # w_o = 0: layer norm and feed-forward only
+ATTENTION_ONLY = "probe_attention_only"  # w_mlp2 = 0
+UNIFORM_ATTENTION = "probe_uniform_attention"  # w_q = 0 and w_mlp2 = 0: all scores equal
+SINGLE_HEAD = "probe_single_head"  # w_mlp2 = 0, one head
+SINGLE_POSITION = "probe_single_position"  # T = 1, full block
+IDENTITY_BLOCKS = "probe_identity_blocks"  # w_o = 0 and w_mlp2 = 0: the block must leave x unchanged
+SYMMETRIC_WEIGHTS = "probe_symmetric_weights"  # every matrix symmetric: x @ W == x @ W.T
+ONE_BLOCK = "probe_one_block"
+TWO_BLOCKS = "probe_two_blocks"
+OUTSIDE_PROBES = (EMBEDDING, GATHER_ORDER, MASK_THRESHOLD)
+BLOCK_PROBES = (WITHOUT_ATTENTION, ATTENTION_ONLY, UNIFORM_ATTENTION, SINGLE_HEAD, SINGLE_POSITION, IDENTITY_BLOCKS, SYMMETRIC_WEIGHTS, ONE_BLOCK, TWO_BLOCKS)
+PROBES = (*OUTSIDE_PROBES, *BLOCK_PROBES)
+
+_BLOCKS = "The embedding, the selection of rows and the tied head are right (the probes without blocks pass); the fault is in the blocks, "
+# Probe conclusions: what the pattern of passing and failing probes proves, and where to look.
+CONCLUSIONS = {
+    "embedding_or_head": "The fault is outside the blocks: with no blocks and every position selected the logits are already wrong. "
+    "Check x = w_emb[input_ids] + pos_embed and logits = rows @ w_emb.T, with nothing (no final layer norm) in between.",
+    "head_columns": "The tied head is wrong: the result does not have vocab_size columns. logits = rows @ w_emb.T, shape (M, vocab_size).",
+    "selection": "The selection of masked positions is wrong: take exactly the positions with mask_indicator > 0.5, strictly "
+    "(0.5 itself is not selected; values below 0 and above 1 occur), one row each.",
+    "gather_order": "The embedding and the tied head are right (the probe without blocks on one sequence passes), but with several sequences "
+    "the rows come in the wrong order: row-major (n, t), all selected positions of sequence 0 first.",
+    "structure": _BLOCKS + "in their residual structure: a block whose attention and feed-forward add nothing (w_o = 0, w_mlp2 = 0) "
+    "still changes x. Pre-LN: x = x + MHA(LN(x)), then x = x + FFN(LN(x)), each residual added to x itself.",
+    "orientation": _BLOCKS + "in the orientation of the weights: with symmetric matrices the blocks are right, otherwise the attention and "
+    "the feed-forward both fail. Weights are (in, out): x @ W, never x @ W.T.",
+    "layer_norm": _BLOCKS + "most likely in the layer norm that the attention and the feed-forward share (each fails alone; the residual "
+    "structure is right): (x - mean) / sqrt(var + 1e-5), population variance, eps inside the root.",
+    "feed_forward": _BLOCKS + "in the feed-forward: the probe without attention fails, the attention-only one passes. "
+    "FFN(h) = GELU(h @ w_mlp1) @ w_mlp2, GELU(u) = 0.5 * u * (1 + tanh(sqrt(2 / pi) * (u + 0.044715 * u**3))).",
+    "value_path": _BLOCKS + "in the attention's value path: it fails even with all scores equal and with a single position "
+    "(the feed-forward passes). Check v = h @ w_v, the heads concatenated in column order, then @ w_o.",
+    "averaging": _BLOCKS + "in how attention averages over positions: right with one position, wrong with all scores equal, where "
+    "each query takes the plain mean of the values of its whole sequence (weights summing to one over the keys, no causal mask).",
+    "scores": _BLOCKS + "in the attention scores: right when all scores are equal, wrong with one head. "
+    "Per head: q @ k^T / sqrt(d_head) with q = h @ w_q, k = h @ w_k, softmax over the keys (the last dimension).",
+    "heads": _BLOCKS + "in how heads divide d_model: one head is right, several are not. Head j owns the contiguous columns "
+    "[j * d_head, (j + 1) * d_head), and scores are divided by sqrt(d_head), the width of one head.",
+    "chaining": _BLOCKS + "in how the attention and the feed-forward follow each other: each is right alone, a whole block is not. "
+    "The feed-forward's layer norm takes x after the attention's residual add.",
+    "across_blocks": _BLOCKS + "in going from one block to the next: one block is right, two are not. "
+    "Block i uses blocks_weights[i], in order, on the previous block's output.",
+    "gradient_outside": "The logits are right but the gradients are not, already with no blocks: the embedding lookup or the tied head is cut "
+    "off from autograd. Both must use w_emb itself (no .detach(), torch.no_grad(), NumPy or copy).",
+    "gradient_blocks": "The logits are right but the gradients are not, and only with blocks: a step inside the blocks is cut off from "
+    "autograd (.detach(), .item(), NumPy or torch.no_grad()).",
+}
+
+# A twin's logits are compared on every failing case, its gradients (a backward pass each) on the
+# first few only: a step cut off from autograd shows on any case.
+GRADIENT_CASES = 3
+
+PRECISION = (
+    "Your float64 logits are all float32 numbers: the computation runs in float32 somewhere. Compute in the dtype of the inputs "
+    "(no .float(), no float32 tensors of constants)."
+)
+
+
+@dataclass(frozen=True)
+class Failure:
+    case: Case
+    result: CaseResult
+    reply: dict[str, Any]  # the child's checked reply: "output" describes the result (type, shape, dtype, device)
+    tensors: dict[str, Tensor]  # the tensors kept: output, grad_<input>, after_<input>
+
+    @property
+    def shape(self) -> tuple[int, ...] | None:
+        """The shape of the returned tensor, from its description (the tensor itself is not kept
+        when the shape is wrong)."""
+        shape = self.reply.get("output", {}).get("shape")
+        return tuple(shape) if isinstance(shape, list) else None
+
+
+@dataclass(frozen=True)
+class Finding:
+    sentences: list[str]
+    checks: tuple[str, ...] = ()  # the checks not about numbers that got a sentence (type, dtype, device, inputs)
+    precision: bool = False  # the float64 results are float32 numbers
+    mistake: str | None = None  # the name of the twin in reference/mistakes.py
+    part: str | None = None  # the key of the conclusion in CONCLUSIONS
+
+    def keys(self) -> set[str]:
+        """What was found, by name: the checks, "precision", the mistake's and the part's names."""
+        return {*self.checks, *(["precision"] if self.precision else []), *filter(None, (self.mistake, self.part))}
+
+
+def diagnose(cases: list[Case], results: list[CaseResult], received: Received, spec: Spec) -> list[str]:
+    """The diagnosis of a wrong answer: one or two short sentences, most likely first. `received`
+    maps the name of each failing case to the child's reply and the tensors kept from it."""
+    return analyse(cases, results, received, spec).sentences
+
+
+def analyse(cases: list[Case], results: list[CaseResult], received: Received, spec: Spec) -> Finding:
+    by_name = {case.name: case for case in cases}
+    failures = [Failure(by_name[r.name], r, *received.get(r.name, ({}, {}))) for r in results if r.status == Verdict.WRONG_ANSWER and r.name in by_name]
+    if not failures:
+        return Finding([])
+    checks = {check: sentence for check in ("type", "dtype", "device", "inputs") if (sentence := _check_sentence(check, failures))}
+    sentences = [checks[check] for check in checks if check != "inputs"]
+    numeric = [f for f in failures if f.result.check in NUMERIC_CHECKS and (_is_float(f.tensors.get("output")) or f.shape is not None)]
+
+    precision = _float32_precision(numeric)
+    if precision:
+        sentences.append(PRECISION)
+        numeric = [f for f in numeric if f.case.dtype != "float64"]  # the float64 cases fail by rounding alone
+
+    mistake = None
+    if spec.known_mistakes and numeric:
+        named = _name_mistake(numeric, spec)
+        if named:
+            mistake, sentence = named
+            sentences.append(sentence)
+
+    part = None if precision else _shape_part(failures) or localise(_probe_outcomes(results))
+    if part:
+        sentences.append(CONCLUSIONS[part])
+    if "inputs" in checks:  # the least likely to be the first thing to fix: the numbers are right
+        sentences.append(checks["inputs"])
+    return Finding(sentences, tuple(checks), precision, mistake, part)
+
+
+# -- probes ---------------------------------------------------------------------------------------
+def _probe_outcomes(results: list[CaseResult]) -> dict[str, str]:
+    """For each probe case that ran: "ok", "values" (wrong logits), "gradient" (right logits,
+    wrong gradient) or "unknown" (a check that says nothing about the numbers failed)."""
+    outcomes = {}
+    for r in results:
+        if r.name not in PROBES or r.status == "not_run":
+            continue
+        if r.passed or (r.status == Verdict.WRONG_ANSWER and r.check == "inputs"):  # values were checked before inputs
+            outcomes[r.name] = "ok"
+        elif r.status == Verdict.WRONG_ANSWER and r.check in VALUE_CHECKS:
+            outcomes[r.name] = "values"
+        elif r.status == Verdict.WRONG_ANSWER and r.check == "gradient":
+            outcomes[r.name] = "gradient"
+        else:
+            outcomes[r.name] = "unknown"
+    return outcomes
+
+
+def localise(outcomes: dict[str, str]) -> str | None:
+    """The key of the conclusion the probe outcomes prove, or None when they prove nothing.
+    Needs every probe's outcome: a partial or unusable set proves nothing."""
+    if set(outcomes) != set(PROBES) or "unknown" in outcomes.values():
+        return None
+    if "values" not in outcomes.values():
+        if outcomes[EMBEDDING] == "gradient":
+            return "gradient_outside"
+        return "gradient_blocks" if "gradient" in outcomes.values() else None
+
+    def wrong(name: str) -> bool:
+        return outcomes[name] == "values"
+
+    if wrong(EMBEDDING):
+        return "embedding_or_head"
+    if wrong(MASK_THRESHOLD):
+        return "selection"
+    if wrong(GATHER_ORDER):
+        return "gather_order"
+    if wrong(WITHOUT_ATTENTION) and wrong(ATTENTION_ONLY):
+        if wrong(IDENTITY_BLOCKS):
+            return "structure"
+        return "orientation" if not wrong(SYMMETRIC_WEIGHTS) else "layer_norm"
+    if wrong(ATTENTION_ONLY):
+        if wrong(UNIFORM_ATTENTION):
+            return "value_path" if wrong(SINGLE_POSITION) else "averaging"
+        return "scores" if wrong(SINGLE_HEAD) else "heads"
+    if wrong(WITHOUT_ATTENTION):
+        return "feed_forward"
+    if wrong(ONE_BLOCK):
+        return "chaining"
+    if wrong(TWO_BLOCKS):
+        return "across_blocks"
+    return None
+
+
+def _shape_part(failures: list[Failure]) -> str | None:
+    """A result of the wrong shape says by itself which part is wrong: the number of rows is the
+    selection's, the number of columns the head's."""
+    for f in failures:
+        if f.result.check != "shape" or f.shape is None or len(f.shape) != 2:
+            continue
+        m, v = f.case.grad_output.shape
+        if f.shape[1] != v:
+            return "head_columns"
+        if f.shape[0] != m:
+            return "selection"
+    return None
+
+
+# -- checks that are not about numbers -------------------------------------------------------------
+def _check_sentence(check: str, failures: list[Failure]) -> str | None:
+    failed = [f for f in failures if f.result.check == check]
+    if not failed:
+        return None
+    if check == "type":
+        return (
+            "The result is not a plain torch.Tensor: return the logits tensor itself (not a NumPy array, a list, "
+            "a subclass of torch.Tensor or a sparse tensor)."
+        )
+    if check == "dtype":
+        f = failed[0]
+        dtype = f.reply.get("output", {}).get("dtype")
+        got = f" ({dtype} for {f.case.dtype} inputs)" if isinstance(dtype, str) else ""
+        return f"The result's dtype is not the inputs' dtype{got}: return the logits in w_emb's dtype (no .double(), .float() or .to() on the result)."
+    if check == "device":
+        return "The result is not on the inputs' device: return it where the inputs are (no .to() or .cuda())."
+    changed = sorted({name for f in failed for name in INPUT_NAMES if _changed(f, name)})
+    names = ", ".join(changed) if changed else "an argument"
+    return (
+        f"Your call changes {names} in place (the logits are right): work on new tensors, with no in-place operation "
+        "(x += ..., .add_(), .gt_(), item assignment) on an argument."
+    )
+
+
+def _changed(f: Failure, name: str) -> bool:
+    after = f.tensors.get(f"after_{name}")
+    return after is not None and not bitwise_equal(f.case.inputs[name], after)
+
+
+def _is_float(t: Any) -> bool:
+    return isinstance(t, Tensor) and t.dtype in (torch.float32, torch.float64)
+
+
+def _float32_precision(numeric: list[Failure]) -> bool:
+    """True when every failing float64 case returned logits that are all float32 numbers (and
+    some are not zero): no float64 computation gives that."""
+    wide = [f.tensors["output"] for f in numeric if f.case.dtype == "float64" and f.result.check == "values" and _is_float(f.tensors.get("output"))]
+    if not wide:
+        return False
+    for out in wide:
+        finite = out[torch.isfinite(out)].to(torch.float64)
+        if not finite.count_nonzero() or not torch.equal(finite, finite.to(torch.float32).to(torch.float64)):
+            return False
+    return True
+
+
+# -- known mistakes ---------------------------------------------------------------------------------
+def _name_mistake(numeric: list[Failure], spec: Spec) -> tuple[str, str] | None:
+    """The first twin (in reference.mistakes.MISTAKES order) that explains every failing case, as
+    (name, sentence). A twin whose logits match but whose gradients do not is named only if no
+    twin matches both, and the sentence says so."""
+    try:
+        from reference.mistakes import MISTAKES  # absent where the reference is (a candidate's kit)
+    except ImportError:
+        return None
+    values_fail = any(f.result.check in VALUE_CHECKS for f in numeric)
+    fallback = None
+    for twin in MISTAKES:
+        if twin.gradient_only == values_fail:  # right logits cannot explain wrong ones, and the reverse
+            continue
+        matches, gradients_left = set(), GRADIENT_CASES
+        for f in numeric:  # stops at the first case the twin does not explain
+            compare = gradients_left > 0 and all(_is_float(f.tensors.get(f"grad_{name}")) for name in DIFFERENTIABLE_INPUTS)
+            match = _explains(twin, f, spec, compare)
+            if match is None:
+                break
+            gradients_left -= compare
+            matches.add(match)
+        else:
+            if LOGITS_ONLY not in matches:
+                return twin.name, _mistake_sentence(twin, matches, values_fail)
+            fallback = fallback or (twin, matches)
+    if fallback:
+        return fallback[0].name, _mistake_sentence(*fallback, values_fail)
+    return None
+
+
+# How far a twin explains one failing case.
+EXPLAINED = "explained"  # the logits (and the gradients, where compared) match
+SHAPE_ONLY = "shape"  # a result of the wrong shape, not kept: the twin's result has that shape
+LOGITS_ONLY = "logits"  # the logits match, the gradients do not
+
+
+def _mistake_sentence(twin: Any, matches: set[str], values_fail: bool) -> str:
+    if not values_fail:
+        return f"Your logits are right and your gradients match the reference {twin.what}: {twin.fix}."
+    if LOGITS_ONLY in matches:
+        return (
+            f"Your logits match the reference {twin.what} ({twin.fix}), but your gradients differ from that variant's: "
+            "something else is wrong too, perhaps a step cut off from autograd."
+        )
+    if matches == {SHAPE_ONLY}:
+        return f"Your results have the shape of the reference {twin.what}: {twin.fix}."
+    return f"Your logits match the reference {twin.what}: {twin.fix}."
+
+
+def _explains(twin: Any, f: Failure, spec: Spec, compare_gradients: bool) -> str | None:
+    """How far the twin explains this failing case (EXPLAINED, SHAPE_ONLY, LOGITS_ONLY), or None."""
+    tolerance, gradient_tolerance = spec.tolerances(f.case.family, f.case.dtype)
+    if f.result.check in VALUE_CHECKS:
+        with torch.no_grad():
+            output = twin(**_inputs(twin, f.case), num_heads=f.case.num_heads)
+        if not _is_float(f.tensors.get("output")):  # not kept: only its description is left
+            return SHAPE_ONLY if tuple(output.shape) == f.shape else None
+        if not _close(output, f.tensors["output"], tolerance):
+            return None
+    if not compare_gradients:
+        return EXPLAINED
+    gradients_match = all(_close(want, f.tensors[f"grad_{name}"], gradient_tolerance) for name, want in _twin_grads(twin, f.case).items())
+    if f.result.check == "gradient":  # the logits are right: the gradients are all the twin can explain
+        return EXPLAINED if gradients_match else None
+    return EXPLAINED if gradients_match else LOGITS_ONLY
+
+
+def _inputs(twin: Any, case: Case) -> dict[str, Tensor]:
+    dtype = getattr(torch, case.dtype) if twin.in_case_dtype else torch.float64
+    return {name: t.to(dtype) if t.is_floating_point() else t for name, t in case.inputs.items()}
+
+
+def _twin_grads(twin: Any, case: Case) -> dict[str, Tensor]:
+    inputs = _inputs(twin, case)
+    leaves = [inputs[name].clone().requires_grad_(True) for name in DIFFERENTIABLE_INPUTS]
+    inputs |= dict(zip(DIFFERENTIABLE_INPUTS, leaves, strict=True))
+    output = twin(**inputs, num_heads=case.num_heads)
+    if not output.requires_grad or output.shape != case.grad_output.shape:
+        return {name: torch.zeros_like(leaf) for name, leaf in zip(DIFFERENTIABLE_INPUTS, leaves, strict=True)}
+    grads = torch.autograd.grad(output, leaves, grad_outputs=case.grad_output.to(output.dtype), allow_unused=True)
+    return {name: torch.zeros_like(leaf) if g is None else g for name, leaf, g in zip(DIFFERENTIABLE_INPUTS, leaves, grads, strict=True)}
+
+
+def _close(want: Tensor, got: Tensor | None, tolerance: float) -> bool:
+    """got is within tolerance of want, as the grader judges closeness; where want is not finite
+    (a twin that overflows in float32), got must be non-finite at the same places."""
+    if not _is_float(got) or tuple(got.shape) != tuple(want.shape):
+        return False
+    finite = torch.isfinite(want)
+    if not torch.equal(finite, torch.isfinite(got)):
+        return False
+    return compare_values(want.detach()[finite], got[finite], tolerance, show_values=False).passed

@@ -1,0 +1,298 @@
+"""The diagnosis of a wrong answer names what is wrong, and never a part that is right.
+
+Each non-hostile file in tests/submissions/wrong_answer says on a line `# diagnosis: KEY...` what
+its diagnosis must find, exactly: the probe conclusion (grader.diagnosis.CONCLUSIONS), the known
+mistake (a twin's name in reference/mistakes.py), "precision", or the checks not about numbers
+(type, dtype, device, inputs). Every other file is a submission where those must not fire; the
+correct files get no diagnosis at all. The twins themselves, run as submissions, are named and
+localised too, so every sentence has a submission where it fires.
+"""
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader import diagnosis
+from grader.diagnosis import CONCLUSIONS, PROBES, analyse, localise
+from grader.formats.text import render_text
+from grader.results import CaseResult, Report, Verdict
+from grader.spec import load_spec, parse_spec
+from reference import mlm_forward_tied
+from reference.mistakes import MISTAKES, Twin
+from tests import in_process
+from tests.grading import ROOT, SUBMISSIONS, grade_json, ordinary_files, run_grader
+
+SPEC = load_spec()
+EXAM = dataclasses.replace(SPEC, known_mistakes=False)
+WRONG = ordinary_files("wrong_answer")
+TWIN_NAMES = {twin.name for twin in MISTAKES}
+CHECK_KEYS = {"type", "dtype", "device", "inputs", "precision"}
+
+# Where the probes must locate each twin's mistake (None: the probes all pass, or prove nothing).
+TWIN_PARTS = {
+    "no_score_scaling": "scores",
+    "scale_by_d_model": "heads",
+    "scale_by_d_head": "scores",
+    "softmax_over_queries": "scores",
+    "interleaved_heads": "heads",
+    "w_o_transposed": "value_path",
+    "keys_from_query_weights": "scores",
+    "values_from_key_weights": "value_path",
+    "causal_mask": "averaging",
+    "naive_softmax": None,  # only float32 overflows it; the probes are float64
+    "weights_transposed": "orientation",
+    "unbiased_variance": "layer_norm",
+    "eps_outside_root": "layer_norm",
+    **{f"eps_{eps:g}": "layer_norm" for eps in (1e-6, 1e-12, 1e-8, 1e-4)},
+    "eps_float32": None,  # only the float64 low-variance case shows it; the probes are far from eps
+    "no_layer_norm": "layer_norm",
+    "gelu_erf": "feed_forward",
+    **{twin.name: "feed_forward" for twin in MISTAKES if twin.name.startswith("gelu_")},
+    "relu": "feed_forward",
+    "no_gelu": "feed_forward",
+    "post_layer_norm": "structure",
+    "no_attention_residual": "structure",
+    "no_ffn_residual": "structure",
+    "residual_from_normalized": "structure",
+    "residuals_from_normalized": "structure",
+    "parallel_sublayers": "chaining",
+    "first_block_only": "across_blocks",
+    "blocks_reversed": "across_blocks",
+    "final_layer_norm": "embedding_or_head",
+    "missing_pos_embed": "embedding_or_head",
+    "mask_greater_equal": "selection",
+    "mask_nonzero": "selection",
+    "mask_positive": "selection",
+    "column_major_gather": "gather_order",
+    "all_positions": "selection",
+    "no_head": "head_columns",
+    "detached_head": "gradient_outside",
+    "detached_lookup": "gradient_outside",
+    "detached_attention_weights": "gradient_blocks",
+    "detached_result": "gradient_outside",
+}
+
+
+def declared(path: Path) -> set[str]:
+    """The keys a file's `# diagnosis:` line says its diagnosis must find."""
+    found = re.findall(r"^# diagnosis: (.+)$", path.read_text(), flags=re.MULTILINE)
+    assert len(found) == 1, f"{path.name} needs one line '# diagnosis: KEY...'"
+    return set(found[0].split())
+
+
+def judged(fn):
+    return in_process.judge(fn, SPEC)
+
+
+def finding_of(fn, spec=SPEC) -> diagnosis.Finding:
+    cases, results, received = judged(fn)
+    assert {r.status for r in results} <= {"passed", Verdict.WRONG_ANSWER}
+    return analyse(cases, results, received, spec)
+
+
+@pytest.fixture(scope="module")
+def wrong_findings() -> dict[str, tuple[diagnosis.Finding, diagnosis.Finding, dict]]:
+    """For every wrong file: its finding with known mistakes, without them (an exam), and its probe outcomes."""
+    found = {}
+    for path in WRONG:
+        cases, results, received = judged(in_process.entry_point(path))
+        found[path.stem] = analyse(cases, results, received, SPEC), analyse(cases, results, received, EXAM), diagnosis._probe_outcomes(results)
+    return found
+
+
+# -- the twins and the probes ------------------------------------------------------------------------
+def test_the_untouched_twin_is_the_reference_bit_for_bit():
+    for case in load_spec_cases():
+        for dtype in (torch.float32, torch.float64):
+            inputs = {k: v.to(dtype) if v.is_floating_point() else v for k, v in case.inputs.items()}
+            assert torch.equal(Twin()(**inputs, num_heads=case.num_heads), mlm_forward_tied(**inputs, num_heads=case.num_heads)), case.name
+
+
+def load_spec_cases():
+    return [case for case, _ in in_process.cases_and_expected(SPEC)]
+
+
+def test_twins_have_unique_names_a_fix_and_a_part_to_point_at():
+    assert len(TWIN_NAMES) == len(MISTAKES)
+    assert set(TWIN_PARTS) == TWIN_NAMES
+    assert all(twin.what and twin.fix for twin in MISTAKES)
+    assert {part for part in TWIN_PARTS.values() if part} <= set(CONCLUSIONS)
+
+
+def test_the_spec_holds_every_probe_the_diagnosis_reads():
+    probes = [t.name for t in SPEC.templates if t.family == diagnosis.PROBE_FAMILY]
+    assert sorted(probes) == sorted(PROBES)
+    assert all(t.settings["visibility"] == "hidden" for t in SPEC.templates if t.family == diagnosis.PROBE_FAMILY)
+
+
+@pytest.mark.parametrize("twin", MISTAKES, ids=lambda twin: twin.name)
+def test_each_twin_run_as_a_submission_is_named_and_localised(twin):
+    cases, results, received = judged(twin)
+    assert {r.status for r in results} <= {"passed", Verdict.WRONG_ANSWER}
+    finding = analyse(cases, results, received, SPEC)
+    assert finding.mistake == twin.name, finding.sentences
+    assert finding.part == TWIN_PARTS[twin.name], finding.sentences
+    sentence = next(s for s in finding.sentences if twin.what in s)
+    if twin.gradient_only:
+        assert sentence.startswith("Your logits are right and your gradients match")
+    elif all(r.check == "shape" for r in results if not r.passed):  # a result of the wrong shape is not kept: its shape is what matches
+        assert sentence.startswith("Your results have the shape of the reference")
+    else:
+        assert sentence.startswith("Your logits match the reference")
+    assert finding.sentences[-1] == CONCLUSIONS[finding.part] if finding.part else len(finding.sentences) == 1
+
+
+def test_every_probe_conclusion_fires_for_some_twin_and_some_file(wrong_findings):
+    by_twins = set(TWIN_PARTS.values()) - {None}
+    by_files = {finding.part for finding, _, _ in wrong_findings.values()} - {None}
+    assert by_twins == set(CONCLUSIONS) and by_files == set(CONCLUSIONS)
+
+
+# -- the corpus: exactly what each file declares ------------------------------------------------------
+@pytest.mark.parametrize("path", WRONG, ids=lambda p: p.stem)
+def test_each_wrong_file_gets_exactly_its_declared_diagnosis(path, wrong_findings):
+    finding, exam, _ = wrong_findings[path.stem]
+    keys = declared(path)
+    assert keys <= TWIN_NAMES | set(CONCLUSIONS) | CHECK_KEYS, keys
+    assert finding.sentences and finding.keys() == keys, finding.sentences
+    # An exam names no mistake and keeps everything else.
+    assert exam.keys() == keys - TWIN_NAMES, exam.sentences
+    assert not any(s.startswith("Your logits") for s in exam.sentences)
+    assert exam.sentences or keys <= TWIN_NAMES
+
+
+@pytest.mark.parametrize("path", ordinary_files("accepted"), ids=lambda p: p.stem)
+def test_a_correct_file_gets_no_diagnosis_and_no_hint(path):
+    report = in_process.report(in_process.entry_point(path))
+    assert report.verdict == Verdict.ACCEPTED and report.diagnosis == [] and report.hints == []
+
+
+def test_the_probe_conclusions_follow_the_pattern_of_failing_probes():
+    every_ok = dict.fromkeys(PROBES, "ok")
+    assert localise(every_ok) is None
+    assert localise({}) is None and localise(dict(every_ok, probe_embedding="values", probe_one_block="unknown")) is None
+    assert localise(dict(every_ok, probe_attention_only="values", probe_single_head="values")) == "scores"
+    assert localise(dict(every_ok, probe_attention_only="values")) == "heads"
+    # A failure before the blocks says nothing about the blocks, whatever else fails.
+    assert localise(dict.fromkeys(PROBES, "values")) == "embedding_or_head"
+    assert localise(dict(every_ok, probe_two_blocks="gradient")) == "gradient_blocks"
+
+
+# -- what the probes alone and the named mistakes achieve on the corpus --------------------------------
+def test_the_probes_alone_localise_every_file_with_a_part(wrong_findings):
+    for stem, (_, _, outcomes) in wrong_findings.items():
+        parts = declared(SUBMISSIONS / "wrong_answer" / f"{stem}.py") & set(CONCLUSIONS)
+        if parts and stem not in ("forgets_the_head",):  # a wrong number of columns is read from the shape, not the probes
+            assert {localise(outcomes)} == parts, stem
+
+
+def test_a_small_float64_error_that_is_not_float32_rounding_is_not_called_precision(wrong_findings):
+    finding, _, _ = wrong_findings["gelu_float32_constants"]
+    assert not finding.precision and finding.part == "feed_forward"
+
+
+# -- robustness: nothing a submission returns makes the diagnosis fail -------------------------------------
+@pytest.mark.parametrize(
+    "result",
+    [
+        lambda rows: torch.full_like(rows, float("nan")),
+        lambda rows: torch.zeros(rows.shape[0], rows.shape[1] + 1, dtype=rows.dtype),
+        lambda rows: torch.zeros(2, 3, 4, dtype=rows.dtype),
+        lambda rows: rows.to(torch.int64),
+        lambda rows: rows.double().float() if rows.dtype == torch.float64 else rows.to(torch.float64),
+    ],
+    ids=["nan", "wrong-columns", "three-dimensional", "int64", "dtype-swapped"],
+)
+def test_any_returned_tensor_gives_a_diagnosis_without_error(result):
+    def submission(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
+        return result(mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads))
+
+    report = in_process.report(submission)
+    assert report.verdict == Verdict.WRONG_ANSWER and report.diagnosis
+
+
+# -- hints: the misleading ones are gone ----------------------------------------------------------------
+SOFT_MASK_HINT = SPEC.families["soft_mask"].hint
+
+
+@pytest.mark.parametrize("public_only", [False, True], ids=["all-cases", "public"])
+@pytest.mark.parametrize("name", ["column_major_gather", "modifies_input"])
+def test_a_wrong_order_or_an_in_place_change_gets_no_soft_mask_hint(name, public_only):
+    report = in_process.report(in_process.entry_point(SUBMISSIONS / "wrong_answer" / f"{name}.py"), public_only=public_only)
+    assert report.verdict == Verdict.WRONG_ANSWER and SOFT_MASK_HINT not in report.hints
+    assert report.diagnosis
+
+
+@pytest.mark.parametrize("public_only", [False, True], ids=["all-cases", "public"])
+def test_a_wrong_selection_rule_gets_the_soft_mask_hint(public_only):
+    report = in_process.report(in_process.entry_point(SUBMISSIONS / "wrong_answer" / "mask_greater_equal.py"), public_only=public_only)
+    assert SOFT_MASK_HINT in report.hints
+
+
+def test_with_public_cases_only_a_detached_head_gets_the_gradient_hint_and_its_name():
+    report = in_process.report(in_process.entry_point(SUBMISSIONS / "wrong_answer" / "detached_head.py"), public_only=True)
+    assert all(c.check == "gradient" for c in report.cases)
+    assert any("The head must use w_emb itself" in hint for hint in report.hints)
+    assert any("detached copy of w_emb" in sentence for sentence in report.diagnosis)
+
+
+def test_with_public_cases_only_eps_outside_the_root_is_named_and_its_hint_names_eps():
+    report = in_process.report(in_process.entry_point(SUBMISSIONS / "wrong_answer" / "eps_outside_sqrt.py"), public_only=True)
+    assert any("eps added after the square root" in sentence for sentence in report.diagnosis)
+    assert report.hints and all("eps" in hint for hint in report.hints)
+
+
+# -- the switch, the report, the command line ---------------------------------------------------------------
+def test_known_mistakes_are_on_unless_the_spec_turns_them_off():
+    data = json.loads(json.dumps(_spec_data()))  # a copy
+    assert parse_spec(data).known_mistakes is True
+    data["diagnosis"] = {"known_mistakes": False}
+    assert parse_spec(data).known_mistakes is False
+
+
+def _spec_data() -> dict:
+    import tomllib
+
+    return tomllib.loads((ROOT / "problem" / "spec.toml").read_text())
+
+
+def test_the_text_report_shows_the_diagnosis_right_under_the_verdict():
+    report = Report(Verdict.WRONG_ANSWER, "case x failed", "s.py", "id", "process", cases=[CaseResult("x", "basic", "float32", True, "N=1")])
+    report.diagnosis = ["First sentence. " * 12, "Second."]
+    lines = render_text(report, SPEC).splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("Verdict:"))
+    assert lines[at + 1].startswith("Score:") and lines[at + 2].startswith("Diagnosis:  First sentence.")
+    continued = lines[at + 3 : lines.index("            Second.")]
+    assert continued and all(line.startswith(" " * 12) and line[12] != " " and len(line) <= 12 + 110 for line in continued)
+    assert lines[lines.index("            Second.") + 1] == ""
+
+
+def test_the_command_line_reports_the_diagnosis_and_an_exam_spec_names_no_mistake(tmp_path):
+    wrong = str(SUBMISSIONS / "wrong_answer" / "no_score_scaling.py")
+    report, status = grade_json(wrong)
+    assert status == 1 and report["diagnosis"][0].startswith("Your logits match the reference without the 1/sqrt(d_head) scaling")
+    assert report["diagnosis"][1] == CONCLUSIONS["scores"]
+
+    exam = tmp_path / "spec.toml"
+    exam.write_text((ROOT / "problem" / "spec.toml").read_text().replace("known_mistakes = true", "known_mistakes = false"))
+    result = run_grader(wrong, "--spec", str(exam))
+    lines = result.stdout.splitlines()
+    assert lines[3].startswith("Diagnosis:  The embedding, the selection of rows and the tied head are right"), result.stdout
+    assert "Your logits match" not in result.stdout and "sqrt(d_head)" in result.stdout
+
+
+def test_a_correct_file_gets_an_empty_diagnosis_in_json():
+    report, status = grade_json(str(SUBMISSIONS / "accepted" / "plain_helpers.py"))
+    assert status == 0 and report["diagnosis"] == []
+
+
+def test_a_result_on_another_device_is_said_so_and_nothing_else():
+    cases = load_spec_cases()
+    results = [CaseResult(c.name, c.family, c.dtype, c.public, c.shape_text(), status="passed") for c in cases]
+    results[0].status, results[0].check = Verdict.WRONG_ANSWER, "device"
+    finding = analyse(cases, results, {}, SPEC)
+    assert finding.keys() == {"device"} and finding.sentences[0].startswith("The result is not on the inputs' device")

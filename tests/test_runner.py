@@ -1,0 +1,131 @@
+"""The child's runner: what it says about a result cannot be dictated by the result, inputs are
+seen as the plain call left them, a decorated entry point is callable, and what the submission
+prints is kept however its process ends."""
+
+import warnings
+
+import pytest
+import torch
+
+from grader.cases import make_cases
+from grader.child.runner import describe_output, run_case, signature_problem
+from grader.spec import load_spec
+from tests.grading import SUBMISSIONS, fast_spec, grade_json
+
+SPEC = load_spec()
+PARAMETERS = list(SPEC.parameters)
+
+
+class FakeName(torch.Tensor):
+    __module__ = "torch"
+    __qualname__ = "Tensor"
+
+
+class NotATensor:
+    __module__ = "torch"
+    __qualname__ = "Tensor"
+
+
+def test_a_plain_dense_tensor_is_described_and_its_values_copied():
+    out = torch.randn(3, 4)
+    info, sent = describe_output(out)
+    assert info == {"type": "torch.Tensor", "plain": True, "layout": "torch.strided", "shape": [3, 4], "dtype": "float32", "device": "cpu"}
+    copy = sent["output"].clone()
+    out.add_(1.0)  # changed after the call: what is sent is what was returned
+    assert torch.equal(sent["output"], copy)
+
+
+@pytest.mark.parametrize(
+    "make, kind",
+    [
+        (lambda: torch.randn(3, 4).as_subclass(FakeName), "subclass of torch.Tensor"),
+        (lambda: NotATensor(), "non-tensor object of class torch.Tensor"),
+        (lambda: torch.randn(3, 4).to_sparse(), "torch.Tensor with layout torch.sparse_coo"),
+        (lambda: torch.randn(3, 4).to_sparse_csr(), "torch.Tensor with layout torch.sparse_csr"),
+        (lambda: torch.nested.nested_tensor([torch.randn(2, 4), torch.randn(1, 4)]), "nested torch.Tensor"),
+        (lambda: torch.randn(3, 4).numpy(), "non-tensor object of class numpy.ndarray"),
+    ],
+)
+def test_anything_else_is_never_described_as_a_plain_tensor_and_sends_no_values(make, kind):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # sparse CSR and nested tensors are "beta"
+        info, sent = describe_output(make())
+    assert info["type"] != "torch.Tensor" and info["type"].startswith(kind), info
+    assert sent == {}
+    assert info["plain"] is (not info["type"].startswith(("subclass", "non-tensor")))
+
+
+def test_a_tensor_the_wire_cannot_carry_is_described_without_values():
+    for out in (torch.randn(3, 4, dtype=torch.float16), torch.empty(3, 4, device="meta")):
+        info, sent = describe_output(out)
+        assert info["type"] == "torch.Tensor" and sent == {}
+
+
+def wrapper_without_wraps(fn):
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def entry(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
+    pass
+
+
+def first_named(input_ids, *rest):
+    pass
+
+
+def misnamed(ids, *rest):
+    pass
+
+
+def keyword_only(*args, required):
+    pass
+
+
+@pytest.mark.parametrize(
+    "fn, problem",
+    [
+        (entry, None),
+        (wrapper_without_wraps(entry), None),
+        (first_named, None),
+        (misnamed, "the parameters must be"),
+        (keyword_only, "extra parameters without a default value: required"),
+        (lambda input_ids, w_emb: None, "the parameters must be"),
+    ],
+)
+def test_a_callable_that_takes_the_six_arguments_by_position_is_valid(fn, problem):
+    found = signature_problem(fn, PARAMETERS)
+    assert found == problem if problem is None else problem in found
+
+
+def test_inputs_are_copied_right_after_the_plain_call():
+    kept = []
+
+    def restores_later(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
+        for given, original in kept:  # the previous call's input put back
+            given.copy_(original)
+        kept.append((mask_indicator, mask_indicator.clone()))
+        mask_indicator.fill_(1.0)
+        return torch.zeros(int((original_mask > 0.5).sum()), w_emb.shape[0], dtype=w_emb.dtype)
+
+    case = next(c for c in make_cases(SPEC, "x") if c.name == "public_soft_mask")
+    original_mask = case.inputs["mask_indicator"]
+    header, tensors = case.request()
+    reply, sent = run_case(restores_later, header, tensors, "/nonexistent.py")
+    assert "error" not in reply and reply["differentiable"] is False
+    assert not torch.equal(sent["after_mask_indicator"], original_mask)  # the change is seen
+    assert torch.equal(sent["after_w_emb"], case.inputs["w_emb"])
+
+
+def test_what_is_printed_without_flush_is_kept_when_the_call_returns():
+    report, status = grade_json(str(SUBMISSIONS / "accepted" / "prints_without_flush.py"), "--public")
+    assert report["verdict"] == "accepted" and status == 0
+    assert report["stdout"].count("selected ") == 2 * len(report["cases"])  # plain and gradient calls
+
+
+def test_what_is_printed_without_flush_is_kept_when_the_process_is_killed(tmp_path):
+    report, _ = grade_json(str(SUBMISSIONS / "time_limit_exceeded" / "prints_then_spins.py"), "--public", "--spec", str(fast_spec(tmp_path)))
+    assert report["verdict"] == "time_limit_exceeded"
+    assert "about to spin" in report["stdout"]
