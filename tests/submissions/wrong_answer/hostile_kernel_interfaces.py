@@ -42,9 +42,16 @@ def attack():
     for name, (number, *args) in CALLS.items():
         if os.uname().machine != "x86_64":
             break
-        pid = os.fork()
+        kinds = {PARENT: lambda a: ctypes.c_long(os.getppid()), bytes: ctypes.c_char_p, int: ctypes.c_long}
+        try:
+            pid = os.fork()
+        except OSError:  # the kernel refuses new processes: try the call here (each should be refused)
+            values = [blocks[a] if a in blocks else kinds[a if a == PARENT else type(a)](a) for a in args]
+            result = libc.syscall(ctypes.c_long(number), *values)
+            print(f"{name}: {result} ({os.strerror(ctypes.get_errno()) if result < 0 else 'worked'})", flush=True)
+            worked += [name] if result >= 0 else []
+            continue
         if pid == 0:  # in a child: a nested namespace or a traced parent must not touch the grader's channel
-            kinds = {PARENT: lambda a: ctypes.c_long(os.getppid()), bytes: ctypes.c_char_p, int: ctypes.c_long}
             values = [blocks[a] if a in blocks else kinds[a if a == PARENT else type(a)](a) for a in args]
             result = libc.syscall(ctypes.c_long(number), *values)
             print(f"{name}: {result} ({os.strerror(ctypes.get_errno()) if result < 0 else 'worked'})", flush=True)
