@@ -268,7 +268,7 @@ def grade(
     if prepared is not None and (prepared.seed_id, prepared.public_only) != (seed_public_id(hidden_seed), public_only):
         raise ValueError("the prepared cases were made for another seed or another choice of public cases")
     started = time.monotonic()
-    backend = backend or isolation.choose_backend("auto")
+    backend = backend or isolation.choose_backend("auto", secret_seed=hidden_seed != spec.default_hidden_seed)
     report = Report(Verdict.GRADER_ERROR, "", str(path), seed_public_id(hidden_seed), backend)
     received: Received = {}  # case name -> what the child returned, failing cases only
     try:
