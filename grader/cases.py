@@ -61,11 +61,6 @@ class Case:
         return " ".join(f"{k}={v}" for k, v in self.shape.items())
 
 
-def seed_public_id(seed: str) -> str:
-    """A short, non-reversible name for a seed, safe to print in reports."""
-    return hashlib.sha256(f"mlm-grader-seed:{seed}".encode()).hexdigest()[:12]
-
-
 def _rng(seed: str, case_name: str) -> np.random.Generator:
     digest = hashlib.sha256(f"{seed}/{case_name}".encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:16], "little"))

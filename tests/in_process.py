@@ -14,14 +14,14 @@ from pathlib import Path
 from torch import Tensor
 
 from grader import protocol
-from grader.cases import Case, make_cases, seed_public_id
+from grader.cases import Case, make_cases
 from grader.child.runner import _run_calls, load_submission
 from grader.diagnosis import Received, diagnose
 from grader.expected import Expected, expected_for
 from grader.judge import judge_reply, overall
 from grader.report import hints
 from grader.results import CaseResult, Report, Verdict
-from grader.spec import Spec, load_spec
+from grader.spec import Spec, load_spec, seed_public_id
 
 SEED = "in-process"
 

@@ -2,9 +2,9 @@
 
 import json
 import math
+from functools import cache
+from importlib.metadata import version
 from typing import Any
-
-import torch
 
 from grader import __version__
 from grader.results import Report
@@ -13,6 +13,13 @@ from grader.results import Report
 def _json_number(x: float | None) -> float | str | None:
     """JSON has no inf or NaN: those become strings."""
     return x if x is None or math.isfinite(x) else str(x)
+
+
+@cache
+def torch_version() -> str:
+    """The installed torch's version, read from its metadata: this module must not import torch
+    (the command line imports it before it starts the child)."""
+    return version("torch")
 
 
 def to_json(report: Report) -> dict[str, Any]:
@@ -28,7 +35,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "seed_id": report.seed_id,
         "isolation": report.isolation,
         "seconds": round(report.seconds, 3),
-        "versions": {"grader": __version__, "torch": torch.__version__},
+        "versions": {"grader": __version__, "torch": torch_version()},
         "stdout": report.stdout,
         "stderr": report.stderr,
         "cases": [
