@@ -151,6 +151,8 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
     for name in DIFFERENTIABLE_INPUTS:
         grad = compare_values(expected.grads[name], need(tensors, f"grad_{name}"), gradient_tolerance, show_values=case.public)
         if not grad.passed:
+            if detailed:  # the table shows the error of what failed: this gradient, not the logits
+                result.max_abs, result.max_rel = grad.max_abs, grad.max_rel
             cut = "" if reply.get("differentiable") else " (the result does not require grad: it is cut off from the inputs' autograd graph)"
             explained = grad.message if detailed else error_to_tolerance(grad, gradient_tolerance)
             return fail(Verdict.WRONG_ANSWER, "gradient", f"the gradient reaching {name} is wrong{cut}\n{explained}")
@@ -176,6 +178,7 @@ def classify_exit(exit: Exit, limits: Limits, during: str) -> tuple[Verdict, str
     return Verdict.RUNTIME_ERROR, f"the process exited with status {exit.returncode} {during}{note} (exit() or os._exit() in the submission?)"
 
 
+PUBLIC_PASSED = "all {} public cases passed; hidden cases not run"  # never "accepted": the hidden cases decide
 TOTAL_LIMIT = "the run reached its total limit of {:g} s of wall time"
 MALFORMED = "the submission's process sent malformed data on the grader's channel: "
 
@@ -292,7 +295,7 @@ def grade(
         raise ValueError("the prepared cases were made for another seed or another choice of public cases")
     started = time.monotonic()
     backend = backend or isolation.choose_backend("auto", secret_seed=hidden_seed != spec.default_hidden_seed)
-    report = Report(Verdict.GRADER_ERROR, "", str(path), seed_public_id(hidden_seed), backend)
+    report = Report(Verdict.GRADER_ERROR, "", str(path), seed_public_id(hidden_seed), backend, public_only=public_only)
     received: Received = {}  # case name -> what the child returned, failing cases only
     cases: list[Case] = []
     try:
@@ -323,6 +326,8 @@ def grade(
                 report.cases = [CaseResult(c.name, c.family, c.dtype, c.public, c.shape_text()) for c in cases]
                 _run_cases(child, cases, expected_of, report.cases, spec, received)
                 report.verdict, report.message = overall(report.cases)
+                if public_only and report.verdict == Verdict.ACCEPTED:
+                    report.message = PUBLIC_PASSED.format(len(report.cases))
             except Rejection as rejection:
                 report.verdict, report.message = rejection.verdict, rejection.message
         report.stdout, report.stderr = child.stdout.text(), child.stderr.text()

@@ -25,6 +25,7 @@ def torch_version() -> str:
 def to_json(report: Report) -> dict[str, Any]:
     return {
         "verdict": report.verdict.value,
+        "public_only": report.public_only,  # true: only the public cases ran, so "accepted" is not the final verdict
         "score": report.score,
         "max_score": 1.0,
         "message": report.message,
