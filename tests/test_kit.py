@@ -183,6 +183,13 @@ def test_usage_errors_exit_2(kit: Path, tmp_path: Path) -> None:
         assert run.stderr and "Traceback" not in run.stderr
 
 
+def test_the_statement_speaks_to_a_kit_holder(kit: Path) -> None:
+    statement = (kit / "README.md").read_text()
+    assert "python check.py solution.py" in statement
+    assert "all N public cases passed; the hidden cases are run by the grader" in statement
+    assert "make grade" not in statement and ".venv/bin/python -m grader" not in statement  # the candidate has no repository
+
+
 def rows(text: str) -> dict[str, str]:
     """The table's rows of the report, by case name."""
     return {line.split()[0]: line for line in text.splitlines() if line.split()[:1] and line.split()[0] in PUBLIC}
