@@ -187,6 +187,7 @@ def test_the_statement_speaks_to_a_kit_holder(kit: Path) -> None:
     statement = (kit / "README.md").read_text()
     assert "python check.py solution.py" in statement
     assert "all N public cases passed; the hidden cases are run by the grader" in statement
+    assert f"the grader runs torch {torch.__version__.split('+')[0]}" in statement
     assert "make grade" not in statement and ".venv/bin/python -m grader" not in statement  # the candidate has no repository
 
 

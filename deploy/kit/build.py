@@ -31,6 +31,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from torch import __version__ as torch_version  # noqa: E402
+
 from grader import __version__, diagnosis  # noqa: E402
 from grader.cli import save_public_cases  # noqa: E402
 from grader.spec import SPEC_PATH, load_spec  # noqa: E402
@@ -62,6 +64,7 @@ PACKAGE_INIT = f'''"""The grader's own modules, copied unchanged when this kit w
 them: the grader that judges your submission runs the same code."""
 
 __version__ = {__version__!r}
+GRADER_TORCH = {torch_version.split("+")[0]!r}  # the torch the grader runs (its local build tag aside)
 '''
 FORMATS_INIT = '''"""The grader's report formats; the kit holds the text report only."""
 '''

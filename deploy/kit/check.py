@@ -5,7 +5,7 @@ your file in a separate process under the same runtime guard and limits, then th
 the expected outputs and gradients of the public cases (cases/, same tolerances), and prints the
 grader's report. Passing here is necessary, not sufficient: the grader also runs hidden cases.
 Exit status: 0 all public cases passed, 1 a case failed or the file was rejected, 2 usage error.
-Needs Python 3.11 or newer, torch and numpy; works offline, from any folder.
+Needs Linux (on Windows, WSL), Python 3.11 or newer, torch and numpy; works offline, from any folder.
 """
 
 import sys
@@ -41,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:
         print(f"check.py: cannot look at {args.submission}: {error.strerror or error}", file=sys.stderr)
         return EXIT_USAGE
+    if sys.platform != "linux":  # the child's limits and accounting are Linux's (rlimits, /proc, process groups)
+        print(f"check.py runs your file as the grader does, in a Linux process; this is {sys.platform}: use Linux, WSL or a Linux container", file=sys.stderr)
+        return EXIT_USAGE
     try:
         import numpy  # noqa: F401
         import torch
@@ -48,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"check.py needs torch and numpy ({error}): pip install torch numpy", file=sys.stderr)
         return EXIT_USAGE
     sys.path.insert(0, str(HERE))  # the grader's modules beside this file, whatever the current folder
-    from grader import isolation, judge
+    from grader import GRADER_TORCH, isolation, judge
     from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, Case, seed_public_id
     from grader.expected import Expected
     from grader.formats.text import render_text
@@ -56,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     from grader.results import Verdict
     from grader.spec import parse_spec
 
+    if torch.__version__.split("+")[0] != GRADER_TORCH:  # the allowed API is read from the installed torch, and rounding can differ
+        print(f"check.py: note: the grader runs torch {GRADER_TORCH}; this is torch {torch.__version__}, so a result may differ slightly", file=sys.stderr)
     spec = parse_spec(json.loads((HERE / "spec.json").read_text(encoding="utf-8")))
     cases, expected = [], []
     for template in spec.templates:
