@@ -181,10 +181,15 @@ def test_usage_errors_exit_2(kit: Path, tmp_path: Path) -> None:
         run = check(kit, *args)
         assert run.returncode == 2, (args, run.stdout, run.stderr)
         assert run.stderr and "Traceback" not in run.stderr
+    damaged = tmp_path / TOP
+    shutil.copytree(kit, damaged)
+    (damaged / "cases" / f"{PUBLIC[0]}.pt").unlink()
+    run = check(damaged, "solution.py")
+    assert run.returncode == 2 and "unzip the kit again" in run.stderr and "Traceback" not in run.stderr, run.stderr
 
 
 def test_the_statement_speaks_to_a_kit_holder(kit: Path) -> None:
-    statement = (kit / "README.md").read_text()
+    statement = " ".join((kit / "README.md").read_text().split())  # lines wrapped anywhere
     assert "python check.py solution.py" in statement
     assert "all N public cases passed; the hidden cases are run by the grader" in statement
     assert f"the grader runs torch {torch.__version__.split('+')[0]}" in statement

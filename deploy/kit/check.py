@@ -61,14 +61,18 @@ def main(argv: list[str] | None = None) -> int:
 
     if torch.__version__.split("+")[0] != GRADER_TORCH:  # the allowed API is read from the installed torch, and rounding can differ
         print(f"check.py: note: the grader runs torch {GRADER_TORCH}; this is torch {torch.__version__}, so a result may differ slightly", file=sys.stderr)
-    spec = parse_spec(json.loads((HERE / "spec.json").read_text(encoding="utf-8")))
     cases, expected = [], []
-    for template in spec.templates:
-        saved = torch.load(HERE / "cases" / f"{template.name}.pt", weights_only=True)  # tensors only: no code runs on loading
-        inputs = {name: saved[name] for name in INPUT_NAMES}
-        dtype = str(inputs["w_emb"].dtype).removeprefix("torch.")
-        cases.append(Case(template.name, template.family, True, dtype, int(saved["num_heads"]), inputs, saved["grad_output"]))
-        expected.append(Expected(saved["expected_logits"], {name: saved[f"expected_grad_{name}"] for name in DIFFERENTIABLE_INPUTS}))
+    try:
+        spec = parse_spec(json.loads((HERE / "spec.json").read_text(encoding="utf-8")))
+        for template in spec.templates:
+            saved = torch.load(HERE / "cases" / f"{template.name}.pt", weights_only=True)  # tensors only: no code runs on loading
+            inputs = {name: saved[name] for name in INPUT_NAMES}
+            dtype = str(inputs["w_emb"].dtype).removeprefix("torch.")
+            cases.append(Case(template.name, template.family, True, dtype, int(saved["num_heads"]), inputs, saved["grad_output"]))
+            expected.append(Expected(saved["expected_logits"], {name: saved[f"expected_grad_{name}"] for name in DIFFERENTIABLE_INPUTS}))
+    except Exception as error:  # noqa: BLE001 - a damaged kit is no fault of the solution: say what to do
+        print(f"check.py: the kit's spec.json or cases/ cannot be read ({type(error).__name__}: {error}); unzip the kit again", file=sys.stderr)
+        return EXIT_USAGE
 
     # The kit holds no secret, so without bubblewrap a plain child process will do; the report names the walls used.
     backend = "bubblewrap" if isolation.bubblewrap_works() else "process"
@@ -101,4 +105,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # the child is ended on the way out
+        print("check.py: interrupted", file=sys.stderr)
+        sys.exit(130)
