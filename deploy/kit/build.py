@@ -57,6 +57,7 @@ COPIED = (
     "grader/child/runner.py",
     "grader/child/wire.py",
     "grader/formats/text.py",
+    "grader/formats/points.py",
 )
 FILES = {"README.md": ROOT / "problem" / "README.md", "solution.py": ROOT / "problem" / "stub.py", "check.py": ROOT / "deploy" / "kit" / "check.py"}
 

@@ -51,13 +51,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"check.py needs torch and numpy ({error}): pip install torch numpy", file=sys.stderr)
         return EXIT_USAGE
     sys.path.insert(0, str(HERE))  # the grader's modules beside this file, whatever the current folder
-    from grader import GRADER_TORCH, isolation, judge
-    from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, Case, seed_public_id
-    from grader.expected import Expected
-    from grader.formats.text import render_text
-    from grader.report import hints
-    from grader.results import Verdict
-    from grader.spec import parse_spec
+    try:
+        from grader import GRADER_TORCH, isolation, judge
+        from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, Case
+        from grader.expected import Expected
+        from grader.formats.text import render_text
+        from grader.report import hints
+        from grader.results import Verdict
+        from grader.spec import parse_spec, seed_public_id
+    except ImportError as error:
+        print(f"check.py: the kit's grader/ folder is incomplete ({error}); unzip the kit again", file=sys.stderr)
+        return EXIT_USAGE
 
     if torch.__version__.split("+")[0] != GRADER_TORCH:  # the allowed API is read from the installed torch, and rounding can differ
         print(f"check.py: note: the grader runs torch {GRADER_TORCH}; this is torch {torch.__version__}, so a result may differ slightly", file=sys.stderr)
@@ -89,17 +93,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"check.py: internal error of the checker (not your solution's fault): {report.message}", file=sys.stderr)
         return EXIT_USAGE
 
-    passed = report.verdict == Verdict.ACCEPTED
-    if passed:  # the public cases alone never make a verdict
-        report.message = "Every public case passed every check; the grader runs more cases (other shapes, both dtypes, edge cases) before it decides."
-    lines = render_text(report, spec, verbose=True).splitlines()
-    if passed:
-        lines = ["Verdict:    PUBLIC CASES PASSED" if line.startswith("Verdict:") else line for line in lines]
-    print("\n".join(lines))
     count = len(cases)
-    if passed:
-        print(f"\nall {count} public cases passed; the hidden cases are run by the grader")
+    if report.verdict == Verdict.ACCEPTED:  # the public cases alone never make a verdict: the report's last line says so
+        report.message = f"all {count} public cases passed; the hidden cases are run by the grader"
+        print(render_text(report, spec, verbose=True))
         return EXIT_PASSED
+    print(render_text(report, spec, verbose=True))
     print(f"\n{sum(c.passed for c in report.cases)} of {count} public cases passed; fix what is reported above, then run check.py again")
     return EXIT_FAILED
 
