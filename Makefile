@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: grade test lint bench container-test image gradescope
+.PHONY: grade test lint bench container-test image gradescope kit
 
 $(VENV)/.runtime-installed: requirements.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed"'
@@ -43,3 +43,8 @@ image:
 # The zip holds the secret seed: keep it private (dist/ is not committed).
 gradescope:
 	@$(PYTHON) deploy/gradescope/build.py --seed-file="$(SEED_FILE)" --grader-options="$(GRADER_OPTIONS)" --out dist/gradescope-autograder.zip
+
+# The candidate's kit: the statement, the stub, the public cases and check.py (no reference, no hidden
+# case, no secret): dist/mlm-tied-head-kit.zip, to hand out.
+kit: $(VENV)/.runtime-installed
+	$(PY) deploy/kit/build.py --out dist/mlm-tied-head-kit.zip

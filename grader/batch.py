@@ -35,14 +35,13 @@ from typing import Any, TextIO, TypeVar
 import torch
 
 from grader import __version__, judge
-from grader.cases import seed_public_id
 from grader.formats.json import to_json
 from grader.isolation import ISOLATION_LEVELS, choose_backend
 from grader.report import hints
 from grader.results import Report, Verdict
 from grader.sandbox import Child
 from grader.seeding import SeedRefused, take_seed
-from grader.spec import SPEC_PATH, Spec, load_spec
+from grader.spec import SPEC_PATH, Spec, load_spec, seed_public_id
 
 EXIT_DONE, EXIT_USAGE = 0, 2
 POLL_SECONDS = 0.2  # how often a waiting batch looks for a stop request

@@ -13,7 +13,6 @@ import torch
 from torch import Tensor
 
 from grader.spec import CaseTemplate, Spec
-from reference.mlm import attention_scores, layer_norm
 
 INPUT_NAMES = ("input_ids", "w_emb", "pos_embed", "blocks_weights", "mask_indicator")
 DIFFERENTIABLE_INPUTS = ("w_emb", "pos_embed", "blocks_weights")
@@ -59,11 +58,6 @@ class Case:
 
     def shape_text(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.shape.items())
-
-
-def seed_public_id(seed: str) -> str:
-    """A short, non-reversible name for a seed, safe to print in reports."""
-    return hashlib.sha256(f"mlm-grader-seed:{seed}".encode()).hexdigest()[:12]
 
 
 def _rng(seed: str, case_name: str) -> np.random.Generator:
@@ -118,6 +112,8 @@ def _mask(rng: np.random.Generator, kind: str, prob: float, n: int, t: int, dtyp
 
 def _largest_first_block_score(x0: np.ndarray, w_q: np.ndarray, w_k: np.ndarray, heads: int) -> float:
     """Largest attention score of the first block, in float64, as the reference computes it."""
+    from reference.mlm import attention_scores, layer_norm  # here only: the candidate's kit holds this module, not the reference
+
     x, q, k = (torch.from_numpy(a).double() for a in (x0, w_q, w_k))
     return attention_scores(layer_norm(x), q, k, heads).max().item()
 

@@ -10,16 +10,11 @@ import sys
 import traceback
 from pathlib import Path
 
-import torch
-
 from grader import __version__
-from grader.cases import make_cases
-from grader.expected import expected_for
 from grader.formats import FORMATS, PLATFORM_FORMATS, VISIBILITIES, Options, render
 from grader.formats.points import DEFAULT_POINTS
 from grader.isolation import ISOLATION_LEVELS
 from grader.judge import STRONG_BACKENDS, grade
-from grader.report import hints
 from grader.results import Report, Verdict
 from grader.seeding import SeedRefused, take_seed
 from grader.spec import SPEC_PATH, Spec, load_spec
@@ -116,6 +111,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def save_public_cases(spec: Spec, folder: Path) -> int:
     """Everything about the public cases, for a candidate to debug with. Hidden cases never."""
+    import torch
+
+    from grader.cases import make_cases
+    from grader.expected import expected_for
+
     folder.mkdir(parents=True, exist_ok=True)
     for case in make_cases(spec, spec.default_hidden_seed, public_only=True):
         expected = expected_for(case)
@@ -265,11 +265,11 @@ def _main(args: argparse.Namespace, fmt: str) -> int:
         print(f"grader: {error}", file=sys.stderr)
         return EXIT_USAGE
     backend, seed = seeding.backend, seeding.seed
-    # The tensors are tiny: threads only add overhead, and spin against other graders on the host.
-    torch.set_num_threads(1)
-
     try:
+        # torch is first imported inside grade(), once the child has started (see grader/judge.py)
         report = grade(args.submission, spec, seed, public_only=args.public, backend=backend, static_check=not args.no_static_check)
+        from grader.report import hints
+
         report.hints = hints(report, spec)
     except Exception as error:  # noqa: BLE001 - a fault of the grader must never be blamed on the candidate
         report = Report(Verdict.GRADER_ERROR, internal_error(error), str(args.submission), "", backend)

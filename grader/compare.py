@@ -33,9 +33,15 @@ def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
+def value_digits(dtype: torch.dtype) -> int:
+    """Significant digits that tell two values of `dtype` apart: 9 round-trip a float32, 17 a float64."""
+    return 17 if dtype == torch.float64 else 9
+
+
 def compare_values(expected: Tensor, got: Tensor, tolerance: float, show_values: bool) -> Closeness:
     """expected and got must have the same shape; show_values adds the two numbers at the worst
     index (only for cases whose data the candidate may see)."""
+    digits = value_digits(got.dtype)
     expected = expected.detach().to(torch.float64).cpu()
     got = got.detach().to(torch.float64).cpu()
     total = expected.numel()
@@ -64,10 +70,14 @@ def compare_values(expected: Tensor, got: Tensor, tolerance: float, show_values:
         f"Greatest absolute difference: {_fmt(max_abs)} at index {_index(worst, shape)} "
         f"(up to {_fmt(allowed)} allowed = {tolerance:g} x max|expected| {_fmt(scale)})"
     )
-    lines.append(f"Greatest relative difference: {_fmt(relative.reshape(-1)[worst_rel].item())} at index {_index(worst_rel, shape)}")
+    lines.append(
+        f"Greatest per-element relative difference (|got - expected| / |expected| of one element): "
+        f"{_fmt(relative.reshape(-1)[worst_rel].item())} at index {_index(worst_rel, shape)}"
+    )
     if show_values:
         at = _index(worst, shape)
-        lines.append(f"At index {at}: expected {_fmt(expected[at].item())}, got {_fmt(got[at].item())}")
+        want, have = expected[at].item(), got[at].item()
+        lines.append(f"At index {at}: expected {want:.{digits}g}, got {have:.{digits}g} (got - expected = {have - want:.3g})")
     return Closeness(False, max_abs, max_rel, "\n".join(lines))
 
 

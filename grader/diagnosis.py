@@ -21,6 +21,7 @@ from torch import Tensor
 
 from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, Case
 from grader.compare import bitwise_equal, compare_values
+from grader.expected import vector_jacobian
 from grader.results import CaseResult, Verdict
 from grader.spec import Spec
 
@@ -351,7 +352,7 @@ def _twin_grads(twin: Any, case: Case) -> dict[str, Tensor]:
     output = twin(**inputs, num_heads=case.num_heads)
     if not output.requires_grad or output.shape != case.grad_output.shape:
         return {name: torch.zeros_like(leaf) for name, leaf in zip(DIFFERENTIABLE_INPUTS, leaves, strict=True)}
-    grads = torch.autograd.grad(output, leaves, grad_outputs=case.grad_output.to(output.dtype), allow_unused=True)
+    grads = vector_jacobian(output, leaves, case.grad_output.to(output.dtype))
     return {name: torch.zeros_like(leaf) if g is None else g for name, leaf, g in zip(DIFFERENTIABLE_INPUTS, leaves, grads, strict=True)}
 
 

@@ -4,6 +4,8 @@ Everything that decides a verdict happens here, in the grader's process, from ra
 child returned. The child never sees expected values, the reference or the secret seed.
 """
 
+from __future__ import annotations
+
 import ast
 import codecs
 import stat
@@ -12,20 +14,25 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
-
-from torch import Tensor
+from typing import TYPE_CHECKING, Any
 
 from grader import isolation, policy, protocol
-from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, Case, make_cases, seed_public_id
-from grader.compare import bitwise_equal, compare_values, error_to_tolerance
-from grader.diagnosis import Received, diagnose
-from grader.expected import Expected, expected_for
 from grader.protocol import ProtocolError, need
 from grader.results import NOT_RUN, PASSED, CaseResult, Report, Verdict
 from grader.sandbox import Child, ChildGone, ChildTimeout, Exit, ProcessChild
-from grader.spec import Limits, Spec
+from grader.spec import Limits, Spec, seed_public_id
+
+# What needs torch (the cases, the expected outputs, the comparison, the diagnosis) is imported
+# inside the functions that use it: grade() starts the child first, so that the child's import of
+# torch and the grader's run at the same time instead of one after the other.
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from grader.cases import Case
+    from grader.diagnosis import Received
+    from grader.expected import Expected
 
 STRONG_BACKENDS = ("bubblewrap", "uid", "docker")  # the walls that hold without the static check
 
@@ -42,6 +49,9 @@ class Prepared:
 
 
 def prepare(spec: Spec, hidden_seed: str, public_only: bool = False) -> Prepared:
+    from grader.cases import make_cases
+    from grader.expected import expected_for
+
     cases = make_cases(spec, hidden_seed, public_only)
     return Prepared(seed_public_id(hidden_seed), public_only, cases, [expected_for(case) for case in cases])
 
@@ -101,6 +111,9 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
     is missing. A hidden case's result tells only how far off it is, relative to the tolerance:
     no index, value or count that repeated submissions could read the hidden data from."""
 
+    from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES
+    from grader.compare import bitwise_equal, compare_values, error_to_tolerance
+
     def fail(status: str, check: str, message: str) -> None:
         result.status, result.check, result.message = status, check, message
 
@@ -138,6 +151,8 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
     for name in DIFFERENTIABLE_INPUTS:
         grad = compare_values(expected.grads[name], need(tensors, f"grad_{name}"), gradient_tolerance, show_values=case.public)
         if not grad.passed:
+            if detailed:  # the table shows the error of what failed: this gradient, not the logits
+                result.max_abs, result.max_rel = grad.max_abs, grad.max_rel
             cut = "" if reply.get("differentiable") else " (the result does not require grad: it is cut off from the inputs' autograd graph)"
             explained = grad.message if detailed else error_to_tolerance(grad, gradient_tolerance)
             return fail(Verdict.WRONG_ANSWER, "gradient", f"the gradient reaching {name} is wrong{cut}\n{explained}")
@@ -163,6 +178,7 @@ def classify_exit(exit: Exit, limits: Limits, during: str) -> tuple[Verdict, str
     return Verdict.RUNTIME_ERROR, f"the process exited with status {exit.returncode} {during}{note} (exit() or os._exit() in the submission?)"
 
 
+PUBLIC_PASSED = "all {} public cases passed; hidden cases not run"  # never "accepted": the hidden cases decide
 TOTAL_LIMIT = "the run reached its total limit of {:g} s of wall time"
 MALFORMED = "the submission's process sent malformed data on the grader's channel: "
 
@@ -196,21 +212,27 @@ def _case_timeout(timeout: ChildTimeout, limits: Limits) -> str:
     return f"did not finish within {limits.case_seconds:g} s (the limit for one case)"
 
 
-def _run_cases(child: Child, cases: list[Case], expected: list[Expected], results: list[CaseResult], spec: Spec, received: Received) -> None:
-    """Runs the cases in order; what the child returned for each failing case goes to `received` (for the diagnosis)."""
+def _run_cases(child: Child, cases: list[Case], expected_of: Callable[[int], Expected], results: list[CaseResult], spec: Spec, received: Received) -> None:
+    """Runs the cases in order; what the child returned for each failing case goes to `received` (for the diagnosis).
+    expected_of(i) gives case i's expected outputs; it is called while the child computes case i."""
     limits = spec.limits
     problem = _startup(child, limits)
     if problem:
         for result in results:
             result.status, result.message = problem[0], "not run: " + problem[1].splitlines()[0]
         raise Rejection(*problem)
-    for case, exp, result in zip(cases, expected, results, strict=True):
+    for index, (case, result) in enumerate(zip(cases, results, strict=True)):
         started = time.monotonic()
         during = f"during case {case.name}"
+        expected: list[Expected] = []
+
+        def meanwhile(expected: list[Expected] = expected, index: int = index) -> None:
+            expected.append(expected_of(index))
+
         try:
-            reply, tensors = child.request(*case.request(), protocol.expect_result(case), limits.case_seconds)
-            result.seconds = time.monotonic() - started
-            judge_reply(case, exp, reply, tensors, spec, result)
+            reply, tensors = child.request(*case.request(), protocol.expect_result(case), limits.case_seconds, meanwhile=meanwhile)
+            result.seconds = child.answered_at - started
+            judge_reply(case, expected[0], reply, tensors, spec, result)
             if not result.passed:
                 received[case.name] = reply, tensors
         except ChildTimeout as timeout:
@@ -235,6 +257,10 @@ def overall(results: list[CaseResult]) -> tuple[Verdict, str]:
     first = forbidden[0] if forbidden else failed[0]
     passed = sum(r.passed for r in results)
     return Verdict(first.status), f"case {first.name} failed ({passed} of {len(results)} cases passed): {first.message}"
+
+
+def _expected_of(expected_for: Callable[[Case], Expected], cases: list[Case], index: int) -> Expected:
+    return expected_for(cases[index])
 
 
 def start_child(workdir: Path, source: bytes, filename: str, spec: Spec, backend: str) -> Child:
@@ -269,8 +295,9 @@ def grade(
         raise ValueError("the prepared cases were made for another seed or another choice of public cases")
     started = time.monotonic()
     backend = backend or isolation.choose_backend("auto", secret_seed=hidden_seed != spec.default_hidden_seed)
-    report = Report(Verdict.GRADER_ERROR, "", str(path), seed_public_id(hidden_seed), backend)
+    report = Report(Verdict.GRADER_ERROR, "", str(path), seed_public_id(hidden_seed), backend, public_only=public_only)
     received: Received = {}  # case name -> what the child returned, failing cases only
+    cases: list[Case] = []
     try:
         source, tree = read_source(path, spec.limits.source_bytes)
     except Rejection as rejection:
@@ -288,14 +315,25 @@ def grade(
                 violations = policy.check(tree, source.decode(), spec.policy) if static_check else []
                 if violations:
                     raise Rejection(Verdict.FORBIDDEN_API, policy.explain(violations))
-                prepared = prepared or prepare(spec, hidden_seed, public_only)  # while the child imports torch
-                report.cases = [CaseResult(c.name, c.family, c.dtype, c.public, c.shape_text()) for c in prepared.cases]
-                _run_cases(child, prepared.cases, prepared.expected, report.cases, spec, received)
+                if prepared is not None:  # a batch computed every expected output once
+                    cases, expected_of = prepared.cases, prepared.expected.__getitem__
+                else:  # one grading: each case's expected outputs are computed while the child runs it
+                    from grader.cases import make_cases
+                    from grader.expected import expected_for
+
+                    cases = make_cases(spec, hidden_seed, public_only)
+                    expected_of = partial(_expected_of, expected_for, cases)
+                report.cases = [CaseResult(c.name, c.family, c.dtype, c.public, c.shape_text()) for c in cases]
+                _run_cases(child, cases, expected_of, report.cases, spec, received)
                 report.verdict, report.message = overall(report.cases)
+                if public_only and report.verdict == Verdict.ACCEPTED:
+                    report.message = PUBLIC_PASSED.format(len(report.cases))
             except Rejection as rejection:
                 report.verdict, report.message = rejection.verdict, rejection.message
         report.stdout, report.stderr = child.stdout.text(), child.stderr.text()
     if report.verdict == Verdict.WRONG_ANSWER:
-        report.diagnosis = diagnose(prepared.cases, report.cases, received, spec)
+        from grader.diagnosis import diagnose
+
+        report.diagnosis = diagnose(cases, report.cases, received, spec)
     report.seconds = time.monotonic() - started
     return report

@@ -810,4 +810,4 @@ def explain(violations: list[Violation]) -> str:
     lines = [f"  {v}" for v in violations[:SHOWN]]
     if len(violations) > SHOWN:
         lines.append(f"  ... and {len(violations) - SHOWN} more (fix these first)")
-    return f"{count} (see the rules in problem/README.md):\n" + "\n".join(lines)
+    return f"{count} (see the rules in the statement: README.md, section Rules):\n" + "\n".join(lines)

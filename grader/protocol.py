@@ -13,16 +13,19 @@ nothing unchecked reaches the judge. Anything else is a ProtocolError: the grade
 and reports runtime_error.
 """
 
+from __future__ import annotations
+
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-import torch
-from torch import Tensor
-
-from grader.cases import Case
 from grader.child import wire
+
+if TYPE_CHECKING:  # torch is imported where a tensor is built (see grader/child/wire.py)
+    from torch import Tensor
+
+    from grader.cases import Case
 
 MAX_TEXT = 16_000  # characters kept of an error text; the rest is cut with a note
 
@@ -208,7 +211,9 @@ def read_tensors(stream: BinaryIO, described: Described, expect: Expectation) ->
             continue
         wire.skip(stream, wire.tensor_bytes(dtype, shape))
         if name != "output":
-            tensors[name] = torch.empty(0, dtype=wire.DTYPES[dtype])
+            import torch
+
+            tensors[name] = torch.empty(0, dtype=getattr(torch, dtype))
     return tensors
 
 

@@ -30,6 +30,8 @@ class CaseResult:
     status: str = NOT_RUN  # PASSED, NOT_RUN, or the Verdict value this case earned
     check: str = ""  # which check failed: type, shape, dtype, device, values, inputs, gradient, ...
     message: str = ""
+    # The error of the logits (of the gradient, when the gradient check failed): greatest |got - expected|,
+    # and that over max|expected|, the quantity the tolerance bounds. None for a hidden case.
     max_abs: float | None = None
     max_rel: float | None = None
     seconds: float | None = None
@@ -53,6 +55,7 @@ class Report:
     stderr: str = ""
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)  # about the run itself (e.g. a reproducible seed), for graders
+    public_only: bool = False  # only the public cases were run (--public): accepted means "the public cases passed"
 
     @property
     def score(self) -> float:

@@ -9,6 +9,8 @@ ends the child (SIGKILL of its process group and cgroup) at the total wall-clock
 processes together have used the CPU limit, whatever the grader's main thread is doing.
 """
 
+from __future__ import annotations
+
 import functools
 import json
 import os
@@ -20,15 +22,17 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
-
-import torch
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from grader import isolation, protocol
 from grader.child import wire
 from grader.spec import Spec
+
+if TYPE_CHECKING:  # the grader starts a child before it imports torch (see grader/child/wire.py)
+    import torch
 
 CHILD_PACKAGE = Path(__file__).resolve().parent / "child"
 BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv[1]); from child.runner import main; main(sys.argv[2:])"
@@ -128,6 +132,7 @@ class Child:
         self._closed = threading.Event()
         self._watchdog_error: BaseException | None = None
         self._threads: list[threading.Thread] = []
+        self.answered_at = 0.0  # when the last answer's frame arrived (time.monotonic())
 
     @staticmethod
     def child_config(spec: Spec, submission: str) -> dict:
@@ -196,7 +201,7 @@ class Child:
                     header, described = wire.read_header(stream)
                     expect = self._expect  # read once the header is in: the current request's
                     reply = protocol.check(header, described, expect)
-                    if not self._deliver((reply, protocol.read_tensors(stream, described, expect), described)):
+                    if not self._deliver((reply, protocol.read_tensors(stream, described, expect), described, time.monotonic())):
                         return
         except EOFError:
             self._deliver(None)
@@ -247,17 +252,30 @@ class Child:
         if isinstance(item, protocol.ProtocolError):
             self.kill()
             raise item
-        return item
+        reply, tensors, described, self.answered_at = item
+        if self.answered_at > limit:  # it came while the grader was busy elsewhere, but too late
+            self.kill()
+            raise ChildTimeout("total" if limit >= self.total_deadline else "answer")
+        return reply, tensors, described
 
     def request(
-        self, message: dict[str, Any], tensors: dict[str, torch.Tensor] | None, expect: protocol.Expectation, seconds: float
+        self,
+        message: dict[str, Any],
+        tensors: dict[str, torch.Tensor] | None,
+        expect: protocol.Expectation,
+        seconds: float,
+        meanwhile: Callable[[], object] | None = None,
     ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
         """Send a request and return its answer, checked against `expect`, within `seconds` in all
-        (writing the request included). Raises ChildTimeout, ChildGone or protocol.ProtocolError;
-        the child has been killed for the first and the last."""
+        (writing the request included). meanwhile(), when given, runs once the request is written,
+        while the child computes: the grader's own work for the request (an answer that arrives
+        during it is on time; answered_at says when it came). Raises ChildTimeout, ChildGone or
+        protocol.ProtocolError; the child has been killed for the first and the last."""
         deadline = time.monotonic() + seconds
         self._expect = expect
         self.send(message, tensors, deadline)
+        if meanwhile is not None:
+            meanwhile()
         reply, received, described = self.receive(deadline)
         try:  # again: a frame the child sent ahead of this request was checked against the previous one
             return protocol.check(reply, described, expect), received
@@ -274,7 +292,7 @@ class Child:
     def close(self) -> None:
         raise NotImplementedError
 
-    def __enter__(self) -> "Child":
+    def __enter__(self) -> Child:
         return self
 
     def __exit__(self, *exc: object) -> None:

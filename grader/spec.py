@@ -1,5 +1,6 @@
 """The challenge's contract, read from problem/spec.toml into typed objects."""
 
+import hashlib
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
@@ -8,6 +9,11 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC_PATH = ROOT / "problem" / "spec.toml"
+
+
+def seed_public_id(seed: str) -> str:
+    """A short, non-reversible name for a seed, safe to print in reports."""
+    return hashlib.sha256(f"mlm-grader-seed:{seed}".encode()).hexdigest()[:12]
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,14 @@ from pathlib import Path
 from torch import Tensor
 
 from grader import protocol
-from grader.cases import Case, make_cases, seed_public_id
+from grader.cases import Case, make_cases
 from grader.child.runner import _run_calls, load_submission
 from grader.diagnosis import Received, diagnose
 from grader.expected import Expected, expected_for
-from grader.judge import judge_reply, overall
+from grader.judge import PUBLIC_PASSED, judge_reply, overall
 from grader.report import hints
 from grader.results import CaseResult, Report, Verdict
-from grader.spec import Spec, load_spec
+from grader.spec import Spec, load_spec, seed_public_id
 
 SEED = "in-process"
 
@@ -71,8 +71,10 @@ def report(fn: Callable, spec: Spec | None = None, seed: str = SEED, public_only
     """The report grade() would give (verdict, cases, diagnosis, hints), timings and output aside."""
     spec = spec or load_spec()
     cases, results, received = judge(fn, spec, seed, public_only)
-    graded = Report(Verdict.GRADER_ERROR, "", "submission.py", seed_public_id(seed), "in-process", cases=results)
+    graded = Report(Verdict.GRADER_ERROR, "", "submission.py", seed_public_id(seed), "in-process", cases=results, public_only=public_only)
     graded.verdict, graded.message = overall(results)
+    if public_only and graded.verdict == Verdict.ACCEPTED:
+        graded.message = PUBLIC_PASSED.format(len(results))
     if graded.verdict == Verdict.WRONG_ANSWER:
         graded.diagnosis = diagnose(cases, results, received, spec)
     graded.hints = hints(graded, spec)

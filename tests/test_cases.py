@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from grader.cases import make_case, make_cases, seed_public_id
+from grader.cases import make_case, make_cases
 from grader.expected import expected_for
-from grader.spec import load_spec
+from grader.spec import load_spec, seed_public_id
 from reference.mlm import attention_scores, layer_norm
 
 SPEC = load_spec()

@@ -24,9 +24,9 @@ def without_timings(report: dict) -> dict:
 
 
 def test_the_stub_is_rejected_with_a_clear_message():
-    result = run_grader("problem/solution.py")
+    result = run_grader("problem/stub.py")  # the pristine stub: problem/solution.py is the candidate's to change
     assert result.returncode == 1
-    assert "RUNTIME_ERROR" in result.stdout and "NotImplementedError: write mlm_forward_tied" in result.stdout
+    assert "RUNTIME_ERROR" in result.stdout and "NotImplementedError: write mlm_forward_tied: see the statement, README.md next to this file" in result.stdout
 
 
 def test_json_report_has_what_platforms_need():

@@ -1,6 +1,7 @@
 """How closeness is judged, at the edges, and how a mismatch is explained."""
 
 import math
+import re
 
 import pytest
 import torch
@@ -50,14 +51,14 @@ def test_message_reads_like_torch_testing():
     message = compare_values(EXPECTED, got, TOL, show_values=False).message
     assert "Mismatched elements: 2 / 6 (33.3%)" in message
     assert "Greatest absolute difference: 0.5 at index (1, 0)" in message
-    assert "Greatest relative difference: 1 at index (1, 0)" in message
+    assert "Greatest per-element relative difference (|got - expected| / |expected| of one element): 1 at index (1, 0)" in message
     assert "At index" not in message  # values are shown only when asked
 
 
 def test_values_at_the_worst_index_are_shown_only_when_asked():
     got = EXPECTED.clone()
     got[0, 1] = -1.0
-    assert "At index (0, 1): expected -2, got -1" in compare_values(EXPECTED, got, TOL, show_values=True).message
+    assert "At index (0, 1): expected -2, got -1 (got - expected = 1)" in compare_values(EXPECTED, got, TOL, show_values=True).message
     assert "At index" not in compare_values(EXPECTED, got, TOL, show_values=False).message
 
 
@@ -100,3 +101,18 @@ def test_a_hidden_case_with_non_finite_values_is_told_so_without_a_count():
     got[0, 0] = math.nan
     message = error_to_tolerance(compare_values(EXPECTED, got, TOL, show_values=False), TOL)
     assert message == "non-finite values returned (NaN and inf never pass); hidden case: only the size of the error is shown"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_values_are_shown_with_the_digits_that_tell_them_apart(dtype):
+    """Six significant digits showed "expected 2.73798, got 2.73798" for a float64 difference of 2.8e-7:
+    the value got is printed so that it reads back as exactly the value returned, and the difference beside."""
+    expected = torch.tensor([[2.73798, 1.0]], dtype=torch.float64)
+    got = expected.to(dtype).clone()
+    got[0, 0] += 2.8e-7
+    message = compare_values(expected, got, 1e-10, show_values=True).message
+    line = next(line for line in message.splitlines() if line.startswith("At index"))
+    want, have, difference = re.fullmatch(r"At index \(0, 0\): expected (\S+), got (\S+) \(got - expected = (\S+)\)", line).groups()
+    assert want != have, line
+    assert torch.tensor(float(have), dtype=dtype) == got[0, 0], line  # read back, it is the very value returned
+    assert float(difference) == pytest.approx(got[0, 0].item() - 2.73798, rel=1e-2), line

@@ -16,8 +16,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from grader.cases import seed_public_id
 from grader.isolation import uid_problem, uid_separation_works
+from grader.spec import seed_public_id
 from tests.grading import ROOT, SUBMISSIONS
 from tests.test_formats import GRADESCOPE_SCHEMA, PRAIRIELEARN_SCHEMA
 

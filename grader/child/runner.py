@@ -94,7 +94,7 @@ def describe_output(out: object) -> tuple[dict[str, Any], dict[str, torch.Tensor
     if out.layout != torch.strided or nested or quantized:
         info["type"] = f"{'nested ' if nested else 'quantized ' if quantized else ''}torch.Tensor with layout {layout}"
         return info, {}
-    if info["dtype"] not in wire.DTYPES or info["device"] != "cpu":
+    if info["dtype"] not in wire.ITEM_BYTES or info["device"] != "cpu":
         return info, {}
     return info, {"output": out.detach().clone()}
 

@@ -8,16 +8,19 @@ builds arrays with numpy.frombuffer: there is no pickle anywhere on this path. W
 header mean, and which frames the grader accepts, is grader/protocol.py's business.
 """
 
+from __future__ import annotations
+
 import json
 import math
 import struct
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-import numpy as np
-import torch
+if TYPE_CHECKING:
+    import torch
 
-DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int64, "bool": torch.bool}
-NUMPY_DTYPES = {"float32": np.float32, "float64": np.float64, "int64": np.int64, "bool": np.bool_}
+# numpy and torch are imported where a tensor is built, not here: the grader starts its child
+# before it imports them, so that both processes import torch at the same time.
+ITEM_BYTES = {"float32": 4, "float64": 8, "int64": 8, "bool": 1}  # the dtypes a frame may carry, by name
 MAX_HEADER_BYTES = 1 << 20
 MAX_FRAME_BYTES = 1 << 30
 MAX_DIMENSIONS = 8
@@ -44,7 +47,7 @@ def encode(message: dict[str, Any], tensors: dict[str, torch.Tensor] | None = No
     described, payload = [], []
     for name, tensor in tensors.items():
         dtype = str(tensor.dtype).removeprefix("torch.")
-        if dtype not in DTYPES:
+        if dtype not in ITEM_BYTES:
             raise WireError(f"cannot send dtype {dtype}")
         array = tensor.detach().cpu().contiguous().numpy()
         described.append({"name": name, "dtype": dtype, "shape": list(array.shape)})
@@ -86,7 +89,7 @@ def _description(item: Any) -> tuple[str, str, tuple[int, ...]]:
     name, dtype, shape = item["name"], item["dtype"], item["shape"]
     if not isinstance(name, str) or len(name) > 100:
         raise WireError("a tensor name must be a short string")
-    if not isinstance(dtype, str) or dtype not in DTYPES:
+    if not isinstance(dtype, str) or dtype not in ITEM_BYTES:
         raise WireError(f"tensor {name}: unsupported dtype {str(dtype)[:40]}")
     if not isinstance(shape, list) or len(shape) > MAX_DIMENSIONS or not all(type(n) is int and n >= 0 for n in shape):
         raise WireError(f"tensor {name}: the shape must be a list of at most {MAX_DIMENSIONS} non-negative integers")
@@ -116,7 +119,7 @@ def read_header(stream: BinaryIO, max_header_bytes: int = MAX_HEADER_BYTES) -> t
 
 
 def tensor_bytes(dtype: str, shape: tuple[int, ...]) -> int:
-    return math.prod(shape) * np.dtype(NUMPY_DTYPES[dtype]).itemsize
+    return math.prod(shape) * ITEM_BYTES[dtype]
 
 
 def payload_bytes(described: list[tuple[str, str, tuple[int, ...]]]) -> int:
@@ -125,7 +128,10 @@ def payload_bytes(described: list[tuple[str, str, tuple[int, ...]]]) -> int:
 
 
 def read_tensor(stream: BinaryIO, dtype: str, shape: tuple[int, ...]) -> torch.Tensor:
-    array = np.frombuffer(_read_exact(stream, tensor_bytes(dtype, shape)), dtype=NUMPY_DTYPES[dtype]).reshape(shape)
+    import numpy as np
+    import torch
+
+    array = np.frombuffer(_read_exact(stream, tensor_bytes(dtype, shape)), dtype=np.dtype(dtype)).reshape(shape)
     return torch.from_numpy(array.copy())
 
 

@@ -24,12 +24,13 @@ def _fenced(text: str) -> str:
 
 
 def _output(report: Report, line: str) -> str:
-    """The submission-wide output in Markdown: the summary, the verdict's message and the hints."""
+    """The submission-wide output in Markdown: the summary, the verdict's message, the diagnosis and the hints."""
     parts = [f"**{line}**"]
     if report.verdict == Verdict.GRADER_ERROR:
         parts.append(GRADER_FAULT)
     else:
         parts.append(_fenced(report.message))
+        parts += [f"**Diagnosis:** {sentence}" for sentence in report.diagnosis]
         parts += [f"**Hint:** {hint}" for hint in report.hints]
     return "\n\n".join(parts)
 

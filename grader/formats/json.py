@@ -2,9 +2,9 @@
 
 import json
 import math
+from functools import cache
+from importlib.metadata import version
 from typing import Any
-
-import torch
 
 from grader import __version__
 from grader.results import Report
@@ -15,9 +15,17 @@ def _json_number(x: float | None) -> float | str | None:
     return x if x is None or math.isfinite(x) else str(x)
 
 
+@cache
+def torch_version() -> str:
+    """The installed torch's version, read from its metadata: this module must not import torch
+    (the command line imports it before it starts the child)."""
+    return version("torch")
+
+
 def to_json(report: Report) -> dict[str, Any]:
     return {
         "verdict": report.verdict.value,
+        "public_only": report.public_only,  # true: only the public cases ran, so "accepted" is not the final verdict
         "score": report.score,
         "max_score": 1.0,
         "message": report.message,
@@ -28,7 +36,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "seed_id": report.seed_id,
         "isolation": report.isolation,
         "seconds": round(report.seconds, 3),
-        "versions": {"grader": __version__, "torch": torch.__version__},
+        "versions": {"grader": __version__, "torch": torch_version()},
         "stdout": report.stdout,
         "stderr": report.stderr,
         "cases": [

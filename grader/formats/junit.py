@@ -1,6 +1,6 @@
 """JUnit XML, as CI systems read it: one testsuite for the submission, one testcase per case.
 
-A wrong answer (or forbidden functionality) is a `failure`; an exception, crash or limit is an
+A wrong answer (or forbidden functionality) is a `failure`, whose text ends with the diagnosis; an exception, crash or limit is an
 `error`; a case the run never reached is `skipped`. A submission rejected as a whole is one testcase
 named after its verdict. Warnings and the seed's public id are testsuite properties.
 """
@@ -30,6 +30,13 @@ def _outcome(parent: ET.Element, status: str, message: str) -> str:
     return kind
 
 
+def _diagnosis(report: Report, status: str) -> str:
+    """The diagnosis (about the whole submission), added to each wrong answer's failure text."""
+    if status != Verdict.WRONG_ANSWER or not report.diagnosis:
+        return ""
+    return "\n\nDiagnosis:\n" + "\n".join(f"- {sentence}" for sentence in report.diagnosis)
+
+
 def render_junit(report: Report) -> str:
     suite = ET.Element("testsuite", name=_clean(report.submission))
     properties = ET.SubElement(suite, "properties")
@@ -44,7 +51,7 @@ def render_junit(report: Report) -> str:
     for c in [] if rejected_as_a_whole(report) else report.cases:
         case = ET.SubElement(suite, "testcase", name=c.name, classname=c.family, time=f"{c.seconds or 0.0:.3f}")
         if not c.passed:
-            counts[_outcome(case, c.status, case_output(c))] += 1
+            counts[_outcome(case, c.status, case_output(c) + _diagnosis(report, c.status))] += 1
     ET.SubElement(suite, "system-out").text = _clean(report.stdout)
     ET.SubElement(suite, "system-err").text = _clean(report.stderr)
     suite.set("tests", str(len(suite.findall("testcase"))))

@@ -2,10 +2,12 @@
 
 import textwrap
 
+from grader.formats.points import rejected_as_a_whole
 from grader.results import CaseResult, Report, Verdict
 from grader.spec import Spec
 
 OUTPUT_SHOWN = 2000  # characters of the submission's stdout/stderr shown in the human report
+ERROR_COLUMN = "error / max|expected|"  # CaseResult.max_rel: the quantity the tolerance bounds
 DIAGNOSIS_WIDTH = 110  # characters per line of the diagnosis in the human report
 
 
@@ -27,23 +29,50 @@ def _distinct(cases: list[CaseResult]) -> list[CaseResult]:
     return kept
 
 
+def _tolerance(case: CaseResult, spec: Spec) -> float | None:
+    """The tolerance the row's error is held to: the gradient's when the gradient check failed."""
+    if case.family not in spec.families or case.dtype not in spec.tolerance:
+        return None
+    values, gradient = spec.tolerances(case.family, case.dtype)
+    return gradient if case.check == "gradient" else values
+
+
+def _printed(name: str, text: str, kept_bytes: int) -> list[str]:
+    """What the submission printed on `name`, under a heading; beginning and end when it is long."""
+    lines = ["", f"--- what your submission printed on {name} ---"]
+    if len(text) <= OUTPUT_SHOWN:
+        return lines + [text.rstrip()]
+    half = OUTPUT_SHOWN // 2
+    note = f"[... {len(text) - 2 * half} characters not shown here; the JSON report (--json) keeps the first {kept_bytes // 1024} KiB ...]"
+    return lines + [text[:half].rstrip(), note, text[-half:].rstrip()]
+
+
+def _verdict_line(report: Report) -> str:
+    if report.public_only and report.verdict == Verdict.ACCEPTED:
+        return "Verdict:    none: the public cases passed, the hidden cases were not run"
+    return f"Verdict:    {report.verdict.value.upper()}" + (" (public cases only)" if report.public_only else "")
+
+
 def render_text(report: Report, spec: Spec, verbose: bool = False) -> str:
-    lines = [f"Submission: {report.submission}", f"Verdict:    {report.verdict.value.upper()}"]
-    if report.cases:
+    lines = [f"Submission: {report.submission}", _verdict_line(report)]
+    whole = rejected_as_a_whole(report)
+    if report.cases and whole:  # a start-up failure: no row would say more than "not run"
+        lines.append(f"Cases:      none run ({len(report.cases)} cases): the submission failed before the first case")
+    elif report.cases:
         lines.append(f"Score:      {sum(c.passed for c in report.cases)}/{len(report.cases)} cases")
     for i, sentence in enumerate(report.diagnosis):
         wrapped = textwrap.wrap(sentence, DIAGNOSIS_WIDTH, break_on_hyphens=False) or [""]
         lines += [("Diagnosis:  " if i == 0 else "            ") + wrapped[0], *("            " + line for line in wrapped[1:])]
     lines.append("")
-    if report.cases:
-        header = f"{'case':34} {'family':16} {'dtype':7} {'shape':32} {'result':22} {'max abs':>8} {'max rel':>8} {'time':>6}"
+    if report.cases and not whole:
+        header = f"{'case':34} {'family':16} {'dtype':7} {'shape':32} {'result':23} {ERROR_COLUMN:>21} {'tolerance':>9} {'time':>6}"
         lines += [header, "-" * len(header)]
         for c in report.cases:
             result = "ok" if c.passed else c.status.replace("_", " ") + (f" ({c.check})" if c.check else "")
-            lines.append(
-                f"{c.name:34} {c.family:16} {c.dtype:7} {c.shape:32} {result:22} {_number(c.max_abs):>8} {_number(c.max_rel):>8} {_seconds(c.seconds):>6}"
-            )
+            error, tolerance = _number(c.max_rel), _number(_tolerance(c, spec))
+            lines.append(f"{c.name:34} {c.family:16} {c.dtype:7} {c.shape:32} {result:23} {error:>21} {tolerance:>9} {_seconds(c.seconds):>6}")
         lines.append("")
+    public_passed = report.public_only and report.verdict == Verdict.ACCEPTED
     if report.verdict != Verdict.ACCEPTED:
         lines.append(report.message)
         failed = [c for c in report.cases if not c.passed and c.status != "not_run"]
@@ -54,11 +83,14 @@ def render_text(report: Report, spec: Spec, verbose: bool = False) -> str:
             lines.append(f"\n({len(failed) - len(shown) - 1} more failing cases; --verbose shows each)")
         for hint in report.hints:
             lines += ["", "Hint: " + hint]
-    else:
+    elif not public_passed:
         lines.append(report.message)
     for name, text in (("stdout", report.stdout), ("stderr", report.stderr)):
         if text.strip():
-            shown = text if len(text) <= OUTPUT_SHOWN else "...\n" + text[-OUTPUT_SHOWN:]
-            lines += ["", f"--- submission {name} ---", shown.rstrip()]
+            lines += _printed(name, text, spec.limits.output_bytes)
     lines += ["", f"seed {report.seed_id}, isolation: {report.isolation}, {report.seconds:.1f}s"]
+    if public_passed:  # the last word: a pass of the public cases is not a verdict
+        lines += ["", report.message]
+    elif report.public_only:
+        lines += ["", "public cases only; hidden cases not run"]
     return "\n".join(lines)

@@ -1,0 +1,169 @@
+"""Build the candidate's kit: `make kit` writes dist/mlm-tied-head-kit.zip.
+
+    .venv/bin/python deploy/kit/build.py [--out dist/mlm-tied-head-kit.zip]
+
+The kit is everything a candidate receives, in one folder (mlm-tied-head-kit/): the statement
+(README.md), the stub (solution.py), the public cases in full (cases/<name>.pt, exactly what
+`python -m grader --save-public` writes: inputs, num_heads, the upstream gradient, the expected
+logits and gradients; load one with torch.load(path, weights_only=True)), the contract's public part
+(spec.json) and the self-check (check.py, from deploy/kit/check.py).
+
+check.py runs the grader's own modules, copied here unchanged (the static policy check, the child
+and its runtime guard, the protocol, the comparison, the hints, the text report), so nothing in the
+kit can drift from the grader. Three modules are written for the kit instead: the two package
+__init__ files (the grader's import the command line and every output format) and diagnosis.py,
+whose probe cases and known mistakes need the hidden cases and the reference: the kit's diagnosis is
+empty. The kit holds no reference, no hidden case and no seed but the public one; the build refuses
+to write a kit in which the hidden seed or a hidden case's name appears.
+"""
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+import tempfile
+import tomllib
+import zipfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from torch import __version__ as torch_version  # noqa: E402
+
+from grader import __version__, diagnosis  # noqa: E402
+from grader.cli import save_public_cases  # noqa: E402
+from grader.spec import SPEC_PATH, load_spec  # noqa: E402
+
+KIT = "mlm-tied-head-kit"  # the folder the zip unpacks to
+DEFAULT_OUT = ROOT / "dist" / f"{KIT}.zip"
+# The grader's modules check.py runs, copied byte for byte.
+COPIED = (
+    "grader/cases.py",
+    "grader/compare.py",
+    "grader/expected.py",
+    "grader/isolation.py",
+    "grader/judge.py",
+    "grader/policy.py",
+    "grader/protocol.py",
+    "grader/report.py",
+    "grader/results.py",
+    "grader/sandbox.py",
+    "grader/spec.py",
+    "grader/child/__init__.py",
+    "grader/child/guard.py",
+    "grader/child/runner.py",
+    "grader/child/wire.py",
+    "grader/formats/text.py",
+)
+FILES = {"README.md": ROOT / "problem" / "README.md", "solution.py": ROOT / "problem" / "stub.py", "check.py": ROOT / "deploy" / "kit" / "check.py"}
+
+PACKAGE_INIT = f'''"""The grader's own modules, copied unchanged when this kit was built; check.py runs them. Do not edit
+them: the grader that judges your submission runs the same code."""
+
+__version__ = {__version__!r}
+GRADER_TORCH = {torch_version.split("+")[0]!r}  # the torch the grader runs (its local build tag aside)
+'''
+FORMATS_INIT = '''"""The grader's report formats; the kit holds the text report only."""
+'''
+# judge.py and report.py import these names; the real module's probe cases and known mistakes stay with the grader.
+DIAGNOSIS = f'''"""The grader's diagnosis names the part of the computation a wrong answer gets wrong, from hidden
+probe cases and known wrong variants of the reference. Neither is in this kit, so here it is empty:
+check.py shows the hints and the per-case messages, the grader adds the diagnosis."""
+
+from typing import Any
+
+from torch import Tensor
+
+from grader.cases import Case
+from grader.results import CaseResult
+from grader.spec import Spec
+
+Received = dict[str, tuple[dict[str, Any], dict[str, Tensor]]]  # case name -> (reply, tensors), failing cases only
+PROBE_FAMILY = {diagnosis.PROBE_FAMILY!r}
+
+
+def diagnose(cases: list[Case], results: list[CaseResult], received: Received, spec: Spec) -> list[str]:
+    return []
+'''
+GENERATED = {"grader/__init__.py": PACKAGE_INIT, "grader/formats/__init__.py": FORMATS_INIT, "grader/diagnosis.py": DIAGNOSIS}
+
+
+def kit_spec(data: dict[str, Any]) -> dict[str, Any]:
+    """The spec's public part, in the shape grader/spec.py reads: the problem, limits, tolerances and
+    policy, the public cases and their families. No hidden case, no family that only hidden cases
+    belong to, and no hidden seed: the public seed stands in for it (the kit runs the public cases only)."""
+    public = [case for case in data["cases"] if case.get("visibility") == "public"]
+    families = {case["family"] for case in public}
+    kept = ("name", "description", "hint", "tolerance", "gradient_tolerance")
+    return {
+        "problem": data["problem"],
+        "limits": data["limits"],
+        "tolerance": data["tolerance"],
+        "report": {"hidden_case_details": False},
+        "diagnosis": {"known_mistakes": False},
+        "seeds": {"public": data["seeds"]["public"], "default_hidden": data["seeds"]["public"], "env_var": data["seeds"]["env_var"]},
+        "defaults": {"count": 0, "hint": "", "visibility": "public"},
+        "families": [{key: family[key] for key in kept if key in family} for family in data["families"] if family["name"] in families],
+        "cases": public,
+        "policy": data["policy"],
+    }
+
+
+def public_case_files() -> dict[str, bytes]:
+    """cases/<name>.pt for every public case, as `python -m grader --save-public` writes them."""
+    with tempfile.TemporaryDirectory(prefix="mlm-kit-") as folder, contextlib.redirect_stdout(io.StringIO()):
+        save_public_cases(load_spec(SPEC_PATH), Path(folder))
+        return {f"cases/{path.name}": path.read_bytes() for path in sorted(Path(folder).glob("*.pt"))}
+
+
+def entries() -> dict[str, bytes]:
+    """Every file of the kit by its path inside the kit folder."""
+    data = tomllib.loads(SPEC_PATH.read_text(encoding="utf-8"))
+    found = {name: path.read_bytes() for name, path in FILES.items()}
+    found |= {name: (ROOT / name).read_bytes() for name in COPIED}
+    found |= {name: text.encode() for name, text in GENERATED.items()}
+    found["spec.json"] = (json.dumps(kit_spec(data), indent=2) + "\n").encode()
+    found |= public_case_files()
+    return found
+
+
+def leaks(files: dict[str, bytes]) -> list[str]:
+    """What must never be in the kit: the reference, the hidden seed, a hidden case's name."""
+    spec = load_spec(SPEC_PATH)
+    secret = {spec.default_hidden_seed} | {t.name for t in spec.templates if t.settings["visibility"] != "public"}
+    found = [f"{name}: part of the reference" for name in files if name.startswith("reference/")]
+    for name, content in files.items():
+        found += [f"{name} mentions {word!r}" for word in sorted(secret) if word.encode() in content]
+    return found
+
+
+def build(out: Path) -> list[str]:
+    files = entries()
+    if problems := leaks(files):
+        raise SystemExit("build.py: refusing to write a kit that gives away hidden information:\n  " + "\n  ".join(problems))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    temporary = out.with_name(out.name + ".tmp")
+    with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name in sorted(files):
+            info = zipfile.ZipInfo(f"{KIT}/{name}", date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o100644 << 16  # a regular file, readable by all
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, files[name])
+    temporary.replace(out)
+    return sorted(files)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description="Build the candidate's kit (statement, stub, public cases, check.py).")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"the zip to write (default {DEFAULT_OUT.relative_to(ROOT)})")
+    args = parser.parse_args(argv)
+    names = build(args.out)
+    print(f"{args.out}: {len(names)} files, {args.out.stat().st_size // 1024} KiB; unzip it and run: python check.py solution.py")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,112 @@
+"""Check your solution on the public cases, as the grader does: python check.py solution.py
+
+It runs the grader's own code (in grader/ beside this file): the static check of the rules, then
+your file in a separate process under the same runtime guard and limits, then the comparison with
+the expected outputs and gradients of the public cases (cases/, same tolerances), and prints the
+grader's report. Passing here is necessary, not sufficient: the grader also runs hidden cases.
+Exit status: 0 all public cases passed, 1 a case failed or the file was rejected, 2 usage error.
+Needs Linux (on Windows, WSL), Python 3.11 or newer, torch and numpy; works offline, from any folder.
+"""
+
+import sys
+
+if sys.version_info < (3, 11):  # noqa: UP036 - a candidate may run an older Python: one clear line rather than a traceback
+    sys.exit(f"check.py needs Python 3.11 or newer; this is {sys.version.split()[0]}")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+EXIT_PASSED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python check.py",
+        description="Run your solution on the public cases with the grader's own checks. "
+        "Exit status: 0 all public cases passed, 1 a case failed or the file was rejected, 2 usage error.",
+    )
+    parser.add_argument("submission", type=Path, help="your solution.py")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)  # argparse exits with status 2 on bad arguments
+    try:
+        if not args.submission.is_file():
+            problem = "is a folder; give the .py file" if args.submission.is_dir() else "does not exist"
+            print(f"check.py: {args.submission} {problem}", file=sys.stderr)
+            return EXIT_USAGE
+    except OSError as error:
+        print(f"check.py: cannot look at {args.submission}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_USAGE
+    if sys.platform != "linux":  # the child's limits and accounting are Linux's (rlimits, /proc, process groups)
+        print(f"check.py runs your file as the grader does, in a Linux process; this is {sys.platform}: use Linux, WSL or a Linux container", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        import numpy  # noqa: F401
+        import torch
+    except ImportError as error:
+        print(f"check.py needs torch and numpy ({error}): pip install torch numpy", file=sys.stderr)
+        return EXIT_USAGE
+    sys.path.insert(0, str(HERE))  # the grader's modules beside this file, whatever the current folder
+    from grader import GRADER_TORCH, isolation, judge
+    from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, Case, seed_public_id
+    from grader.expected import Expected
+    from grader.formats.text import render_text
+    from grader.report import hints
+    from grader.results import Verdict
+    from grader.spec import parse_spec
+
+    if torch.__version__.split("+")[0] != GRADER_TORCH:  # the allowed API is read from the installed torch, and rounding can differ
+        print(f"check.py: note: the grader runs torch {GRADER_TORCH}; this is torch {torch.__version__}, so a result may differ slightly", file=sys.stderr)
+    cases, expected = [], []
+    try:
+        spec = parse_spec(json.loads((HERE / "spec.json").read_text(encoding="utf-8")))
+        for template in spec.templates:
+            saved = torch.load(HERE / "cases" / f"{template.name}.pt", weights_only=True)  # tensors only: no code runs on loading
+            inputs = {name: saved[name] for name in INPUT_NAMES}
+            dtype = str(inputs["w_emb"].dtype).removeprefix("torch.")
+            cases.append(Case(template.name, template.family, True, dtype, int(saved["num_heads"]), inputs, saved["grad_output"]))
+            expected.append(Expected(saved["expected_logits"], {name: saved[f"expected_grad_{name}"] for name in DIFFERENTIABLE_INPUTS}))
+    except Exception as error:  # noqa: BLE001 - a damaged kit is no fault of the solution: say what to do
+        print(f"check.py: the kit's spec.json or cases/ cannot be read ({type(error).__name__}: {error}); unzip the kit again", file=sys.stderr)
+        return EXIT_USAGE
+
+    # The kit holds no secret, so without bubblewrap a plain child process will do; the report names the walls used.
+    backend = "bubblewrap" if isolation.bubblewrap_works() else "process"
+    torch.set_num_threads(1)  # tiny tensors: threads only add overhead
+    seed = spec.public_seed
+    try:
+        prepared = judge.Prepared(seed_public_id(seed), True, cases, expected)
+        report = judge.grade(args.submission, spec, seed, public_only=True, backend=backend, prepared=prepared)
+        report.hints = hints(report, spec)
+    except Exception as error:  # noqa: BLE001 - never a traceback, and never blamed on the solution
+        print(f"check.py: internal error of the checker (not your solution's fault): {type(error).__name__}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if report.verdict == Verdict.GRADER_ERROR:
+        print(f"check.py: internal error of the checker (not your solution's fault): {report.message}", file=sys.stderr)
+        return EXIT_USAGE
+
+    passed = report.verdict == Verdict.ACCEPTED
+    if passed:  # the public cases alone never make a verdict
+        report.message = "Every public case passed every check; the grader runs more cases (other shapes, both dtypes, edge cases) before it decides."
+    lines = render_text(report, spec, verbose=True).splitlines()
+    if passed:
+        lines = ["Verdict:    PUBLIC CASES PASSED" if line.startswith("Verdict:") else line for line in lines]
+    print("\n".join(lines))
+    count = len(cases)
+    if passed:
+        print(f"\nall {count} public cases passed; the hidden cases are run by the grader")
+        return EXIT_PASSED
+    print(f"\n{sum(c.passed for c in report.cases)} of {count} public cases passed; fix what is reported above, then run check.py again")
+    return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # the child is ended on the way out
+        print("check.py: interrupted", file=sys.stderr)
+        sys.exit(130)

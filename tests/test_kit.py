@@ -1,0 +1,239 @@
+"""The candidate's kit (`make kit`), unzipped outside the repository as a candidate would: it holds
+only what a candidate may have (no reference, no hidden case, no secret), nothing in it computes the
+answer, and its check.py judges the public cases exactly as the grader does."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, make_cases
+from grader.expected import expected_for
+from grader.spec import load_spec
+from tests.grading import ROOT, SUBMISSIONS, run_grader
+
+SPEC = load_spec()
+PUBLIC = [t.name for t in SPEC.templates if t.settings["visibility"] == "public"]
+HIDDEN = [t.name for t in SPEC.templates if t.settings["visibility"] != "public"]
+TOP = "mlm-tied-head-kit"
+GRADER_MODULES = [
+    *(f"grader/{name}.py" for name in ("__init__", "cases", "compare", "diagnosis", "expected", "isolation", "judge", "policy", "protocol")),
+    *(f"grader/{name}.py" for name in ("report", "results", "sandbox", "spec")),
+    *(f"grader/child/{name}.py" for name in ("__init__", "guard", "runner", "wire")),
+    "grader/formats/__init__.py",
+    "grader/formats/text.py",
+]
+WRITTEN_FOR_THE_KIT = {"grader/__init__.py", "grader/formats/__init__.py", "grader/diagnosis.py"}  # the rest is copied
+ALLOWED = {"README.md", "solution.py", "check.py", "spec.json", *(f"cases/{name}.pt" for name in PUBLIC), *GRADER_MODULES}
+CLOSING = re.compile(r"\nall (\d+) public cases passed; the hidden cases are run by the grader\n\Z")
+# A candidate's environment: no PYTHONPATH, no seed, nothing of the repository's.
+ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MLM_GRADER_SEED")}
+# Public-case verdicts of the grader that check.py must reproduce: a sample of every kind of rejection
+# (at most ~15 runs of check.py: each grades in a sandbox and CPU is scarce).
+ACCEPTED = ["plain_helpers.py", "prints_without_flush.py", "byte_order_mark.py"]
+REJECTED = [
+    "wrong_answer/no_score_scaling.py",
+    "wrong_answer/detached_head.py",
+    "wrong_answer/modifies_input.py",
+    "runtime_error/raises_in_call.py",
+    "runtime_error/exit_at_import.py",
+    "forbidden_api/plain_torch_softmax.py",
+    "forbidden_api/getattr_computed.py",
+    "compile_error/syntax_error.py",
+    "invalid_submission/no_entry_point.py",
+]
+
+
+@pytest.fixture(scope="module")
+def kit(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The kit built into a temporary folder and unzipped into another, both outside the repository."""
+    out = tmp_path_factory.mktemp("built") / "kit.zip"
+    build = subprocess.run([sys.executable, str(ROOT / "deploy" / "kit" / "build.py"), "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stdout + build.stderr
+    unzipped = tmp_path_factory.mktemp("candidate")
+    with zipfile.ZipFile(out) as archive:
+        names = archive.namelist()
+        assert all(name.startswith(f"{TOP}/") for name in names), names
+        archive.extractall(unzipped)
+    return unzipped / TOP
+
+
+def kit_files(kit: Path) -> dict[str, Path]:
+    return {path.relative_to(kit).as_posix(): path for path in kit.rglob("*") if path.is_file()}
+
+
+def check(kit: Path, *args: str) -> subprocess.CompletedProcess:
+    """python check.py ARGS as a candidate runs it: from the kit's folder, PYTHONPATH unset."""
+    return subprocess.run([sys.executable, "check.py", *args], cwd=kit, env=ENV, capture_output=True, text=True, timeout=300)
+
+
+def test_the_kit_holds_only_allowed_files(kit: Path) -> None:
+    files = kit_files(kit)
+    assert set(files) <= ALLOWED, f"not allowed in the kit: {sorted(set(files) - ALLOWED)}"
+    assert {"README.md", "solution.py", "check.py", "spec.json", *(f"cases/{name}.pt" for name in PUBLIC)} <= set(files)
+    assert not any(name.startswith("reference") for name in files)
+
+
+def test_no_file_mentions_the_hidden_seed_or_a_hidden_case(kit: Path) -> None:
+    secrets = [SPEC.default_hidden_seed, *HIDDEN]
+    assert "edge_no_blocks" in HIDDEN and "probe_embedding" in HIDDEN  # the list is the real one
+    for name, path in kit_files(kit).items():
+        content = path.read_bytes()
+        found = [word for word in secrets if word.encode() in content]
+        assert not found, f"{name} mentions {found}"
+    spec = json.loads((kit / "spec.json").read_text())
+    assert [case["name"] for case in spec["cases"]] == PUBLIC
+    assert spec["seeds"]["default_hidden"] == spec["seeds"]["public"] == SPEC.public_seed
+
+
+def test_the_grader_modules_are_the_graders_own(kit: Path) -> None:
+    """Copied byte for byte, so the kit's policy, guard, comparison and messages cannot drift."""
+    for name in GRADER_MODULES:
+        if name not in WRITTEN_FOR_THE_KIT:
+            assert (kit / name).read_bytes() == (ROOT / name).read_bytes(), name
+    assert (kit / "solution.py").read_bytes() == (ROOT / "problem" / "stub.py").read_bytes()
+    assert (kit / "README.md").read_bytes() == (ROOT / "problem" / "README.md").read_bytes()
+
+
+def test_the_public_cases_are_the_graders_in_full(kit: Path) -> None:
+    """Inputs, upstream gradient, expected logits and gradients, loadable without running code."""
+    for case in make_cases(SPEC, SPEC.public_seed, public_only=True):
+        saved = torch.load(kit / "cases" / f"{case.name}.pt", weights_only=True)
+        expected = expected_for(case)
+        assert saved["num_heads"] == case.num_heads
+        for name in INPUT_NAMES:
+            assert torch.equal(saved[name], case.inputs[name]) and saved[name].dtype == case.inputs[name].dtype, (case.name, name)
+        assert torch.equal(saved["grad_output"], case.grad_output)
+        assert torch.equal(saved["expected_logits"], expected.output)
+        for name in DIFFERENTIABLE_INPUTS:
+            assert torch.equal(saved[f"expected_grad_{name}"], expected.grads[name]), (case.name, name)
+
+
+# Imports every Python file of the kit (cwd = the kit, PYTHONPATH unset) and calls every callable they
+# define (functions, classes, methods) that accepts the six arguments on a public case: none may
+# return the expected logits. Prints what it tried and what worked, as JSON.
+FORWARD_PROBE = r"""
+import importlib, importlib.util, inspect, json, pathlib, sys
+import torch
+
+sys.path.insert(0, ".")
+saved = torch.load("cases/public_multi_head.pt", weights_only=True)
+args = [saved[name] for name in ("input_ids", "w_emb", "pos_embed", "blocks_weights", "mask_indicator")] + [int(saved["num_heads"])]
+want = saved["expected_logits"]
+modules = {}
+for path in sorted(pathlib.Path(".").rglob("*.py")):
+    if path.parts[0] == "grader":
+        modules[str(path)] = importlib.import_module(".".join(path.with_suffix("").parts).removesuffix(".__init__"))
+    else:
+        spec = importlib.util.spec_from_file_location("kit_" + path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        modules[str(path)] = module
+tried, working = [], []
+for path, module in modules.items():
+    found = [(name, obj) for name, obj in vars(module).items() if callable(obj) and getattr(obj, "__module__", None) == module.__name__]
+    found += [(f"{name}.{attr}", member) for name, obj in found if inspect.isclass(obj) for attr, member in vars(obj).items() if callable(member)]
+    for name, obj in found:
+        try:
+            inspect.signature(obj).bind(*args)
+        except (TypeError, ValueError):
+            continue
+        tried.append(f"{path}:{name}")
+        try:
+            out = obj(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+        except BaseException:
+            continue
+        if isinstance(out, torch.Tensor) and out.shape == want.shape and torch.allclose(out.detach().double(), want, rtol=1e-3, atol=1e-3):
+            working.append(f"{path}:{name}")
+print(json.dumps({"modules": sorted(modules), "tried": tried, "working": working, "reference": importlib.util.find_spec("reference") is not None}))
+"""
+
+
+def probe_forward(folder: Path) -> dict:
+    run = subprocess.run([sys.executable, "-c", FORWARD_PROBE], cwd=folder, env=ENV, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout.splitlines()[-1])
+
+
+def test_no_module_in_the_kit_computes_the_answer(kit: Path, tmp_path: Path) -> None:
+    planted = tmp_path / TOP  # the same probe must find a forward pass where there is one
+    shutil.copytree(kit, planted)
+    shutil.copy(SUBMISSIONS / "accepted" / "plain_helpers.py", planted / "planted.py")
+    with ThreadPoolExecutor(2) as pool:
+        found, control = pool.map(probe_forward, [kit, planted])
+    assert set(found["modules"]) == {name for name in kit_files(kit) if name.endswith(".py")}
+    assert "solution.py:mlm_forward_tied" in found["tried"]
+    assert found["working"] == [], found["working"]
+    assert not found["reference"], "the reference can be imported from the kit's folder"
+    assert control["working"] == ["planted.py:mlm_forward_tied"]
+
+
+def test_usage_errors_exit_2(kit: Path, tmp_path: Path) -> None:
+    for args in ([], [str(tmp_path / "missing.py")], [str(tmp_path)], ["a.py", "b.py"]):
+        run = check(kit, *args)
+        assert run.returncode == 2, (args, run.stdout, run.stderr)
+        assert run.stderr and "Traceback" not in run.stderr
+    damaged = tmp_path / TOP
+    shutil.copytree(kit, damaged)
+    (damaged / "cases" / f"{PUBLIC[0]}.pt").unlink()
+    run = check(damaged, "solution.py")
+    assert run.returncode == 2 and "unzip the kit again" in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+def test_the_statement_speaks_to_a_kit_holder(kit: Path) -> None:
+    statement = " ".join((kit / "README.md").read_text().split())  # lines wrapped anywhere
+    assert "python check.py solution.py" in statement
+    assert "all N public cases passed; the hidden cases are run by the grader" in statement
+    assert f"the grader runs torch {torch.__version__.split('+')[0]}" in statement
+    assert "make grade" not in statement and ".venv/bin/python -m grader" not in statement  # the candidate has no repository
+
+
+def rows(text: str) -> dict[str, str]:
+    """The table's rows of the report, by case name."""
+    return {line.split()[0]: line for line in text.splitlines() if line.split()[:1] and line.split()[0] in PUBLIC}
+
+
+def test_check_agrees_with_the_grader_on_the_public_cases(kit: Path, tmp_path: Path) -> None:
+    """check.py accepts correct files (exit 0, the closing line, never 'accepted') and gives the
+    grader's `--public` verdict, per-case results, messages and hints for wrong ones."""
+    outside = tmp_path / "elsewhere"  # the candidate's file lives anywhere; check.py runs from the kit's folder
+    outside.mkdir()
+    accepted = [shutil.copy(SUBMISSIONS / "accepted" / name, outside / name) for name in ACCEPTED]
+    rejected = [SUBMISSIONS / name for name in REJECTED]
+    with ThreadPoolExecutor(2) as pool:
+        checks = list(pool.map(lambda path: check(kit, str(path)), [*accepted, *rejected]))
+        graded = list(pool.map(lambda path: run_grader("--public", "--format", "json", str(path)), rejected))
+
+    for path, run in zip(accepted, checks[: len(accepted)], strict=True):
+        assert run.returncode == 0, (path.name, run.stdout, run.stderr)
+        closing = CLOSING.search(run.stdout)
+        assert closing and int(closing.group(1)) == len(PUBLIC), (path.name, run.stdout)
+        assert "accepted" not in run.stdout.lower(), run.stdout
+        assert len(rows(run.stdout)) == len(PUBLIC) and all(" ok " in line for line in rows(run.stdout).values()), run.stdout
+        assert "isolation: " in run.stdout
+
+    for path, run, grader in zip(rejected, checks[len(accepted) :], graded, strict=True):
+        report = json.loads(grader.stdout)
+        where = f"{path.parent.name}/{path.name}:\n{run.stdout}\n{run.stderr}"
+        assert report["verdict"] == path.parent.name and grader.returncode == 1, where
+        assert run.returncode == 1, where
+        assert f"Verdict:    {report['verdict'].upper()}\n" in run.stdout, where
+        assert report["message"] in run.stdout, where
+        for hint in report["hints"]:
+            assert f"Hint: {hint}" in run.stdout, where
+        table = rows(run.stdout)
+        assert len(table) == len(report["cases"]), where
+        for case in report["cases"]:
+            result = "ok" if case["status"] == "passed" else case["status"].replace("_", " ") + (f" ({case['check']})" if case["check"] else "")
+            assert f" {result} " in table[case["name"]] + " ", (case["name"], result, where)
+            assert case["output"] in run.stdout, where
+        assert "public cases passed; fix what is reported above" in run.stdout.splitlines()[-1], where
+        assert "accepted" not in run.stdout.lower() and "Traceback (most recent call last)" not in run.stderr, where

@@ -1,0 +1,236 @@
+"""Messages a candidate can act on: what the submission printed, the end of a public run, numbers
+that show the difference, one line for a run that never reached a case, a diagnosis in every
+format, and a test suite that does not depend on what problem/solution.py holds."""
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import tomllib
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from grader import policy
+from grader.formats import FORMATS, Options, render
+from grader.formats.gradescope import to_gradescope
+from grader.formats.prairielearn import to_prairielearn
+from grader.formats.text import ERROR_COLUMN, OUTPUT_SHOWN, render_text
+from grader.judge import PUBLIC_PASSED
+from grader.results import NOT_RUN, CaseResult, Report, Verdict
+from grader.spec import load_spec
+from tests import in_process
+from tests.grading import ROOT, SUBMISSIONS, run_grader
+from tests.test_hidden_cases import a_case, judged
+
+SPEC = load_spec()
+CORRECT = SUBMISSIONS / "accepted" / "plain_helpers.py"
+STDOUT_HEADING = "--- what your submission printed on stdout ---"
+
+
+def table_row(text: str, name: str) -> list[str]:
+    return next(line for line in text.splitlines() if line.startswith(name + " ")).split()
+
+
+# --- 1. the submission's own output -------------------------------------------------------------
+
+
+BUFFERED = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}  # as in the child, whose environment is cleared
+
+
+@pytest.mark.parametrize("way_out", ["os._exit(3)", "os.abort()", "sys.exit(4)", "raise ValueError('boom')"])
+def test_the_childs_output_reaches_the_pipe_whatever_way_it_ends(way_out):
+    """The child's streams are unbuffered from its first line: a print without flush is kept even when
+    the process ends without flushing (os._exit) or dies of a signal."""
+    code = f"import os, sys\nfrom grader.child.runner import unbuffered_output\nunbuffered_output()\nprint('kept before the end')\n{way_out}\n"
+    ended = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=BUFFERED)
+    assert ended.returncode != 0 and ended.stdout == "kept before the end\n", ended.stderr
+
+
+def test_without_unbuffered_output_a_print_before_os_exit_is_lost():
+    """The control of the test above: Python's own buffered stdout loses it, so that test can fail."""
+    ended = subprocess.run([sys.executable, "-c", "import os\nprint('lost')\nos._exit(3)\n"], capture_output=True, text=True, timeout=60, env=BUFFERED)
+    assert ended.returncode == 3 and ended.stdout == ""
+
+
+FAILING_AFTER_PRINT = {
+    "raises_in_call": ("def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):\n"
+                       "    print('inside the call')\n    raise ValueError('deliberate')\n", "inside the call"),
+    "exits_at_import": ("print('while importing')\nraise SystemExit(3)\n", "while importing"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", FAILING_AFTER_PRINT)
+def test_what_a_failing_submission_printed_without_flush_is_shown_under_a_heading(name, tmp_path):
+    source, printed = FAILING_AFTER_PRINT[name]
+    path = tmp_path / f"{name}.py"
+    path.write_text('"""A candidate\'s debugging print, never flushed, then a failure."""\n\n' + source)
+    result = run_grader(str(path), "--public")
+    assert result.returncode == 1 and "RUNTIME_ERROR" in result.stdout, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[lines.index(STDOUT_HEADING) + 1] == printed, result.stdout
+
+
+def test_long_output_is_cut_in_the_text_report_with_a_note():
+    printed = "".join(f"line {i}\n" for i in range(2000))
+    report = Report(Verdict.ACCEPTED, "all 1 cases passed", "s.py", "id", "process", stdout=printed)
+    text = render_text(report, SPEC)
+    shown = text[text.index(STDOUT_HEADING) :]
+    assert "line 0\n" in shown and "line 1999" in shown and "line 1000\n" not in shown  # the beginning and the end
+    hidden = len(printed) - 2 * (OUTPUT_SHOWN // 2)
+    assert f"[... {hidden} characters not shown here; the JSON report (--json) keeps the first {SPEC.limits.output_bytes // 1024} KiB ...]" in shown
+    assert len(shown) < OUTPUT_SHOWN + 300
+
+
+# --- 2. the end of a public run -----------------------------------------------------------------
+
+
+def test_a_public_run_that_passes_ends_with_the_public_cases_not_a_verdict():
+    result = run_grader(str(SUBMISSIONS / "accepted" / "prints_without_flush.py"), "--public")
+    assert result.returncode == 0, result.stdout + result.stderr  # the exit status of --public is unchanged
+    count = len(in_process.cases_and_expected(SPEC, public_only=True))
+    assert result.stdout.rstrip().splitlines()[-1] == PUBLIC_PASSED.format(count) == f"all {count} public cases passed; hidden cases not run"
+    assert "ACCEPTED" not in result.stdout.split("\n", 1)[1]  # below the file's name
+    lines = result.stdout.splitlines()
+    assert lines[lines.index(STDOUT_HEADING) + 1] == "selected 1 positions"  # printed without flush, on a normal return
+
+
+def test_the_json_of_a_public_run_says_it_is_public_only():
+    passed = in_process.report(in_process.entry_point(CORRECT), public_only=True)
+    shown = json.loads(render(passed, "json", SPEC, Options()))
+    assert shown["verdict"] == "accepted" and shown["public_only"] is True and shown["message"] == PUBLIC_PASSED.format(len(passed.cases))
+    assert "hidden cases were not run" in render_text(passed, SPEC).splitlines()[1]
+    full = Report(Verdict.ACCEPTED, "all 3 cases passed", "s.py", "id", "process")
+    assert json.loads(render(full, "json", SPEC, Options()))["public_only"] is False
+    assert render_text(full, SPEC).splitlines()[1] == "Verdict:    ACCEPTED"
+
+
+# --- 3. numbers ---------------------------------------------------------------------------------
+
+
+def test_the_table_labels_its_error_column_and_shows_the_tolerance():
+    case = a_case(public=True)
+    tolerance, _ = SPEC.tolerances(case.family, case.dtype)
+    result = judged(case, output_scale=1.25)  # every logit a quarter too large: error / max|expected| = 0.25
+    assert result.check == "values" and result.max_rel == pytest.approx(0.25, rel=1e-5)
+    text = render_text(Report(Verdict.WRONG_ANSWER, "failed", "s.py", "id", "process", cases=[result]), SPEC)
+    header = next(line for line in text.splitlines() if line.startswith("case "))
+    assert ERROR_COLUMN == "error / max|expected|" and ERROR_COLUMN in header and "tolerance" in header
+    assert table_row(text, case.name)[-3:-1] == ["2.5e-01", f"{tolerance:.1e}"]
+
+
+def test_a_gradient_failure_shows_the_gradients_error_and_tolerance():
+    case = a_case(public=True)
+    _, gradient_tolerance = SPEC.tolerances(case.family, case.dtype)
+    result = judged(case, grad_scale=1.5)  # right logits, every gradient half as large again
+    assert result.check == "gradient" and result.max_rel == pytest.approx(0.5, rel=1e-5)
+    text = render_text(Report(Verdict.WRONG_ANSWER, "failed", "s.py", "id", "process", cases=[result]), SPEC)
+    assert table_row(text, case.name)[-3:-1] == ["5.0e-01", f"{gradient_tolerance:.1e}"]
+
+
+def test_the_per_element_relative_difference_is_named_as_such():
+    message = judged(a_case(public=True), output_scale=1.25).message
+    assert "Greatest per-element relative difference (|got - expected| / |expected| of one element): " in message
+    assert "Greatest relative difference" not in message
+
+
+# --- 4. a run that never reached a case ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("verdict", [Verdict.INVALID_SUBMISSION, Verdict.RUNTIME_ERROR, Verdict.TIME_LIMIT_EXCEEDED])
+def test_a_start_up_failure_is_one_line_not_a_row_per_case(verdict):
+    message = {Verdict.INVALID_SUBMISSION: "the file defines no function named mlm_forward_tied"}.get(verdict, "importing the submission failed")
+    cases = [CaseResult(f"case_{i}", "basic", "float32", True, "N=1", status=verdict, message="not run: " + message) for i in range(5)]
+    report = Report(verdict, message, "s.py", "id", "process", cases=cases)
+    text = render_text(report, SPEC)
+    assert "case_" not in text and "not run" not in text and text.count(message) == 1, text
+    assert text.splitlines()[2] == "Cases:      none run (5 cases): the submission failed before the first case"
+    suite = ET.fromstring(render(report, "junit", SPEC, Options()))
+    assert [c.get("name") for c in suite.iter("testcase")] == [verdict.value.replace("_", " ").capitalize()]
+    assert len(to_gradescope(report, SPEC.scoring)["tests"]) == 1
+
+
+def test_a_run_cut_short_keeps_its_rows():
+    cases = [CaseResult("first", "basic", "float32", True, "N=1", status="passed", seconds=0.1)]
+    cases += [CaseResult("second", "basic", "float32", True, "N=1", status=Verdict.RUNTIME_ERROR, check="process", message="killed")]
+    cases += [CaseResult("third", "basic", "float32", True, "N=1", status=NOT_RUN)]
+    text = render_text(Report(Verdict.RUNTIME_ERROR, "case second failed", "s.py", "id", "process", cases=cases), SPEC)
+    assert table_row(text, "first") and table_row(text, "second") and table_row(text, "third") and "Score:      1/3 cases" in text
+
+
+# --- 5. the stub and problem/solution.py --------------------------------------------------------
+
+
+def test_problem_stub_is_the_stub_and_raises_not_implemented():
+    stub = in_process.load_submission(str(ROOT / "problem" / "stub.py"))
+    with pytest.raises(NotImplementedError, match="see the statement, README.md next to this file"):
+        stub.mlm_forward_tied(None, None, None, None, None, 1)
+    tree = ast.parse((ROOT / "problem" / "stub.py").read_text())
+    (function,) = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+    assert [a.arg for a in function.args.args] == list(SPEC.parameters)
+
+
+def reads_problem_solution(node: ast.AST) -> bool:
+    """A path to problem/solution.py in code: the string "problem/solution.py", or ... / "problem" / "solution.py"."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.endswith("problem/solution.py")
+    return (
+        isinstance(node, ast.BinOp)
+        and isinstance(node.right, ast.Constant)
+        and node.right.value == "solution.py"
+        and isinstance(node.left, ast.BinOp)
+        and isinstance(node.left.right, ast.Constant)
+        and node.left.right.value == "problem"
+    )
+
+
+def test_no_test_reads_problem_solution_py():
+    """problem/solution.py is where a candidate writes: the tests use problem/stub.py, so they pass whatever it holds."""
+    assert reads_problem_solution(ast.parse('ROOT / "problem" / "solution.py"').body[0].value)
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        if path.resolve() != Path(__file__).resolve() and "submissions" not in path.parts:
+            assert not any(reads_problem_solution(node) for node in ast.walk(ast.parse(path.read_text()))), path
+    # nor does the project's lint (make test runs it first)
+    assert "problem/solution.py" in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["ruff"]["extend-exclude"]
+
+
+def test_cases_and_dist_are_ignored_by_git():
+    ignored = subprocess.run(["git", "check-ignore", "cases/x.pt", "dist/kit.zip"], cwd=ROOT, capture_output=True, text=True)
+    assert ignored.stdout.split() == ["cases/x.pt", "dist/kit.zip"], ignored.stderr
+
+
+# --- 6. messages point to the statement wherever it is ------------------------------------------
+
+
+def test_messages_point_to_the_statement_not_to_a_repository_path():
+    """A kit holder has README.md next to solution.py and no problem/ folder."""
+    for path in [*sorted((ROOT / "grader").rglob("*.py")), ROOT / "problem" / "stub.py"]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                assert "problem/README" not in node.value, f"{path}: {node.value[:80]}"
+    explained = policy.explain([policy.Violation(1, 0, "torch.softmax(x)", "forbidden", "write it yourself")])
+    assert "see the rules in the statement: README.md, section Rules" in explained
+
+
+# --- 7. the diagnosis in every format -----------------------------------------------------------
+
+
+def test_the_diagnosis_is_in_every_format_for_a_wrong_answer_and_absent_when_accepted():
+    wrong = in_process.report(in_process.entry_point(SUBMISSIONS / "wrong_answer" / "causal_mask.py"))
+    assert wrong.verdict == Verdict.WRONG_ANSWER and wrong.diagnosis
+    accepted = in_process.report(in_process.entry_point(CORRECT))
+    assert accepted.verdict == Verdict.ACCEPTED and not accepted.diagnosis
+    for fmt in FORMATS:
+        shown = render(wrong, fmt, SPEC, Options())
+        if fmt == "junit":  # each wrong answer's failure text
+            failures = [f.text for f in ET.fromstring(shown).iter("failure")]
+            assert failures and all(sentence in text for text in failures for sentence in wrong.diagnosis), fmt
+        else:  # the text report wraps its lines; the others carry each sentence whole
+            text = shown if fmt == "text" else json.loads(shown)["output" if fmt in ("gradescope", "prairielearn") else "diagnosis"]
+            text = " ".join(text.split()) if fmt == "text" else "\n".join(text) if fmt == "json" else text
+            assert all(sentence in text for sentence in wrong.diagnosis), fmt
+        assert "Diagnosis" not in render(accepted, fmt, SPEC, Options()).replace('"diagnosis": []', ""), fmt
+    assert "**Diagnosis:** " + wrong.diagnosis[0] in to_gradescope(wrong, SPEC.scoring)["output"]
+    assert "Diagnosis: " + wrong.diagnosis[0] in to_prairielearn(wrong, SPEC.scoring)["output"]
