@@ -31,7 +31,7 @@ bench: $(VENV)/.runtime-installed
 	$(PY) bench/grade_time.py
 	$(PY) bench/tolerance_study.py
 
-container-test: $(VENV)/.runtime-installed
+container-test: $(VENV)/.dev-installed
 	$(PY) tests/container/check_container.py
 
 # The production image with docker or podman; OFFLINE=1 builds its Debian base locally (debootstrap)

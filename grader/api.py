@@ -20,6 +20,7 @@ from typing import Any
 
 from grader import batch, judge, results
 from grader.formats.json import to_json
+from grader.seeding import SeedRefused, secret_from
 from grader.spec import Spec, load_spec
 
 SOURCE_NAME = "submission.py"  # the file name the submission is graded under
@@ -57,8 +58,8 @@ def _prepared(seed: str, public_only: bool) -> judge.Prepared:
 
 def _pool(seed: str | None, public_only: bool, jobs: int) -> batch.Pool:
     try:
-        secret = batch.secret_seed(seed, _spec())
-    except batch.UsageError as error:
+        secret = secret_from(_spec(), seed)
+    except SeedRefused as error:
         raise ValueError(str(error)) from None
     resolved = secret or _spec().default_hidden_seed  # reports then carry the spec's warning about it
     return batch.Pool(_spec(), resolved, jobs=jobs, public_only=public_only, prepared=_prepared(resolved, public_only))

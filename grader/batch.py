@@ -36,10 +36,11 @@ import torch
 
 from grader import __version__, judge
 from grader.formats.json import to_json
-from grader.isolation import ISOLATION_LEVELS, IsolationUnavailable, choose_backend, scrub_secret
+from grader.isolation import ISOLATION_LEVELS, choose_backend
 from grader.report import hints
 from grader.results import Report, Verdict
 from grader.sandbox import Child
+from grader.seeding import SeedRefused, take_seed
 from grader.spec import SPEC_PATH, Spec, load_spec, seed_public_id
 
 EXIT_DONE, EXIT_USAGE = 0, 2
@@ -56,16 +57,6 @@ class UsageError(Exception):
 
 def default_jobs() -> int:
     return max(1, len(os.sched_getaffinity(0)))
-
-
-def secret_seed(given: str | None, spec: Spec) -> str | None:
-    """The secret seed as for `python -m grader`: the argument, else the environment variable; None
-    when neither is set (the fixed local seed is used then); an empty one is refused."""
-    secret = given if given is not None else os.environ.get(spec.seed_env_var)
-    if secret == "":
-        given_as = "--seed is" if given is not None else f"{spec.seed_env_var} is set but"
-        raise UsageError(f"{given_as} empty; give a secret seed")
-    return secret
 
 
 # --- the pool: one submission -> one report, `jobs` at a time -------------------------------------
@@ -474,25 +465,12 @@ def run(args: argparse.Namespace, stop: _Stop, out: TextIO) -> int:
         kept = [s for s in submissions if in_shard(s.id, *shard)]
         notes.append(f"shard {shard[0]}/{shard[1]}: {len(kept)} of {len(submissions)} submissions")
         submissions = kept
-    # As for one file: the secret seed leaves the environment and the command line before any
-    # process starts, and auto never falls back to a backend that cannot keep it.
-    secret = secret_seed(args.seed, spec)
-    if secret is not None:
-        scrub_secret(spec.seed_env_var, secret)
+    refuse_default = None if args.allow_default_seed else "a batch grades for real"
     try:
-        backend = choose_backend(args.isolation, secret_seed=secret is not None)
-    except IsolationUnavailable as error:
+        seeding = take_seed(spec, args.seed, args.isolation, program="grader batch", refuse_default=refuse_default)
+    except SeedRefused as error:
         raise UsageError(str(error)) from None
-    seed = secret or spec.default_hidden_seed
-    if spec.seed_warnings(seed) and not args.allow_default_seed:
-        raise UsageError(
-            f"a batch grades for real, so it needs a secret seed: set {spec.seed_env_var} (or --seed), "
-            "or pass --allow-default-seed to use the fixed local seed, which anyone can reproduce"
-        )
-    if secret is not None and backend == "process":
-        print("grader batch: warning: --isolation process does not keep the secret seed from the submissions (same user, no walls)", file=sys.stderr)
-    for warning in spec.seed_warnings(seed):
-        print(f"grader batch: warning: {warning}", file=sys.stderr)
+    backend, seed = seeding.backend, seeding.seed
     seed_id, spec_sha256 = seed_public_id(seed), hashlib.sha256(spec_bytes).hexdigest()
     results = ResultsFile(args.out)
     try:
@@ -531,14 +509,21 @@ def run(args: argparse.Namespace, stop: _Stop, out: TextIO) -> int:
             file=out,
         )
         return 128 + stop.signum
+    where = f"{len(todo)} graded in {time.monotonic() - started:.1f}s ({jobs} at a time); results: {args.out}"
+    return conclude(done, where, args.csv, out)
+
+
+def conclude(done: dict[str, dict[str, Any]], where: str, csv_path: Path | None, out: TextIO, retry: str = "rerun to retry them") -> int:
+    """The end of a batch (and of a merge): the summary, `where` (what was done, where the results
+    are), the gradebook, and the exit status: EXIT_USAGE when a submission ended in grader_error."""
     print(f"\n{summary(list(done.values()))}", file=out)
-    print(f"{len(todo)} graded in {time.monotonic() - started:.1f}s ({jobs} at a time); results: {args.out}", file=out)
-    if args.csv:
-        write_csv(args.csv, [(i, line["verdict"], line["score"]) for i, line in done.items()])
-        print(f"gradebook: {args.csv}", file=out)
+    print(where, file=out)
+    if csv_path:
+        write_csv(csv_path, [(i, line["verdict"], line["score"]) for i, line in done.items()])
+        print(f"gradebook: {csv_path}", file=out)
     errors = [i for i, line in done.items() if line["verdict"] == Verdict.GRADER_ERROR]
     if errors:
-        print(f"grader_error for {len(errors)} submissions ({', '.join(errors)}): a fault of the grader; rerun to retry them", file=out)
+        print(f"grader_error for {len(errors)} submissions ({', '.join(errors)}): a fault of the grader; {retry}", file=out)
         return EXIT_USAGE
     return EXIT_DONE
 

@@ -1,5 +1,6 @@
 """Command line: python -m grader SUBMISSION [--public] [--format F] [--output FILE] [--seed S];
-python -m grader batch PATH... for many submissions (grader/batch.py)."""
+python -m grader batch PATH... for many submissions (grader/batch.py); python -m grader merge SHARD.jsonl...
+to join a batch's shards (grader/merge.py)."""
 
 import argparse
 import json
@@ -12,9 +13,10 @@ from pathlib import Path
 from grader import __version__
 from grader.formats import FORMATS, PLATFORM_FORMATS, VISIBILITIES, Options, render
 from grader.formats.points import DEFAULT_POINTS
-from grader.isolation import ISOLATION_LEVELS, IsolationUnavailable, choose_backend, scrub_secret
+from grader.isolation import ISOLATION_LEVELS
 from grader.judge import STRONG_BACKENDS, grade
 from grader.results import Report, Verdict
+from grader.seeding import SeedRefused, take_seed
 from grader.spec import SPEC_PATH, Spec, load_spec
 
 EXIT_ACCEPTED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
@@ -147,6 +149,10 @@ def main(argv: list[str] | None = None) -> int:
         from grader import batch
 
         return batch.main(argv[1:])
+    if argv[:1] == ["merge"]:
+        from grader import merge
+
+        return merge.main(argv[1:])
     args = parse_args(argv)  # argparse exits with status 2 and a usage line on bad arguments
     if args.json and args.format not in (None, "json"):
         print(f"grader: --json means --format json; give one of --json and --format {args.format}", file=sys.stderr)
@@ -246,36 +252,19 @@ def _main(args: argparse.Namespace, fmt: str) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    # The secret seed leaves the environment and the command line before any process starts (the
-    # backend probes included), and auto never falls back to a backend that cannot keep it.
-    secret = args.seed if args.seed is not None else os.environ.get(spec.seed_env_var)
-    if secret == "":
-        given = "--seed is" if args.seed is not None else f"{spec.seed_env_var} is set but"
-        print(f"grader: {given} empty; give a secret seed, or leave it out to use the fixed local seed", file=sys.stderr)
-        return EXIT_USAGE
-    if secret is not None:
-        scrub_secret(spec.seed_env_var, secret)
+    refuse_default = f"--format {fmt} grades for a course" if fmt in PLATFORM_FORMATS and not args.allow_default_seed else None
+
+    def vet_backend(backend: str) -> str | None:
+        if args.no_static_check and backend not in STRONG_BACKENDS:
+            return f"--no-static-check needs bubblewrap, uid or docker isolation (this run would use {backend})"
+        return None
+
     try:
-        backend = choose_backend(args.isolation, secret_seed=secret is not None)
-    except IsolationUnavailable as error:
+        seeding = take_seed(spec, args.seed, args.isolation, program="grader", refuse_default=refuse_default, public_only=args.public, vet_backend=vet_backend)
+    except SeedRefused as error:
         print(f"grader: {error}", file=sys.stderr)
         return EXIT_USAGE
-    if args.no_static_check and backend not in STRONG_BACKENDS:
-        print(f"grader: --no-static-check needs bubblewrap, uid or docker isolation (this run would use {backend})", file=sys.stderr)
-        return EXIT_USAGE
-    if secret is not None and backend == "process":
-        print("grader: warning: --isolation process does not keep the secret seed from the submission (same user, no walls)", file=sys.stderr)
-    seed = secret or spec.default_hidden_seed
-    warnings = spec.seed_warnings(seed, public_only=args.public)
-    if warnings and fmt in PLATFORM_FORMATS and not args.allow_default_seed:
-        print(
-            f"grader: --format {fmt} grades for a course, so it needs a secret seed: set {spec.seed_env_var} (or --seed), "
-            "or pass --allow-default-seed to use the fixed local seed, which anyone can reproduce",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    for warning in warnings:
-        print(f"grader: warning: {warning}", file=sys.stderr)
+    backend, seed = seeding.backend, seeding.seed
     try:
         # torch is first imported inside grade(), once the child has started (see grader/judge.py)
         report = grade(args.submission, spec, seed, public_only=args.public, backend=backend, static_check=not args.no_static_check)
@@ -284,5 +273,5 @@ def _main(args: argparse.Namespace, fmt: str) -> int:
         report.hints = hints(report, spec)
     except Exception as error:  # noqa: BLE001 - a fault of the grader must never be blamed on the candidate
         report = Report(Verdict.GRADER_ERROR, internal_error(error), str(args.submission), "", backend)
-    report.warnings = warnings
+    report.warnings = seeding.warnings
     return emit(report, fmt, spec, args)

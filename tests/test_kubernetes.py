@@ -1,6 +1,6 @@
 """The Kubernetes manifests: valid against the Kubernetes schemas (offline), tight, and their shard
-commands, run here for every index, grade each submission exactly once with the verdicts of a
-single batch."""
+commands, run here for every index and merged with `python -m grader merge`, grade each submission
+exactly once with the verdicts and scores of a single batch."""
 
 import json
 import shutil
@@ -69,29 +69,26 @@ def test_the_job_is_indexed_one_pod_per_shard_and_walled_in():
     assert mounts["/submissions"]["readOnly"] and "/results" in mounts and "/tmp" in mounts
 
 
-def graded_lines(path: Path) -> dict[str, str]:
-    lines = [json.loads(line) for line in path.read_text().splitlines()]
-    verdicts = {line["id"]: line["verdict"] for line in lines}
-    assert len(verdicts) == len(lines), "a submission graded twice"
-    return verdicts
+def graded(path: Path) -> list[tuple[str, str, float]]:
+    return [(line["id"], line["verdict"], line["score"]) for line in map(json.loads, path.read_text().splitlines())]
 
 
-def test_the_shard_commands_together_grade_every_submission_once_like_one_batch(tmp_path):
+def test_the_shard_commands_merged_grade_every_submission_once_like_one_batch(tmp_path):
     folder = tmp_path / "submissions"
     folder.mkdir()
     for relative in ("accepted/plain_helpers.py", "wrong_answer/causal_mask.py", "forbidden_api/plain_torch_softmax.py", "runtime_error/raises_in_call.py"):
         shutil.copy(SUBMISSIONS / relative, folder / f"{Path(relative).parent.name}_{Path(relative).name}")
     count, args = shard_arguments(the_job())
     env = {"MLM_GRADER_SEED": "kubernetes-test-seed"}
-    merged: dict[str, str] = {}
     for index in range(count):
         pod_args = [a.replace("$(JOB_COMPLETION_INDEX)", str(index)).replace("/submissions", str(folder)).replace("/results", str(tmp_path)) for a in args]
         result = run_grader(*pod_args, env=env)
         assert result.returncode == 0, result.stderr
-        shard = graded_lines(tmp_path / f"shard-{index}.jsonl") if (tmp_path / f"shard-{index}.jsonl").exists() else {}
-        assert not set(shard) & set(merged), "a submission in two shards"
-        merged |= shard
+    shards = [str(tmp_path / f"shard-{index}.jsonl") for index in range(count)]
+    merged = run_grader("merge", *shards, "--out", str(tmp_path / "merged.jsonl"))
+    assert merged.returncode == 0, merged.stderr  # a submission in two shards would be refused
+    assert "4 submissions:" in merged.stdout
     single = run_grader("batch", str(folder), "--out", str(tmp_path / "single.jsonl"), env=env)
     assert single.returncode == 0, single.stderr
-    assert merged == graded_lines(tmp_path / "single.jsonl")
-    assert len(merged) == 4
+    assert graded(tmp_path / "merged.jsonl") == sorted(graded(tmp_path / "single.jsonl"))
+    assert len(graded(tmp_path / "merged.jsonl")) == 4

@@ -1,31 +1,49 @@
-"""Build both images from the shipped Dockerfile with podman and grade with each of them.
+"""Build the production image from the shipped Dockerfile with podman and run it as the README says.
 
-No Docker engine and no registry are reachable here, so both are built as `make image OFFLINE=1`
-builds them (deploy/image.py: a debootstrap base, torch from the machine's wheel folder). Then:
-- the grader image: every submission below is graded in a container run the way the README says
+No Docker engine and no registry are reachable here, so the images are built as `make image
+OFFLINE=1` builds them (deploy/image.py: a debootstrap base, torch from the machine's wheel folder).
+Then, each a check that --only can pick:
+- grader: every submission below is graded in a container run the way the README says
   (--network none, --read-only, --tmpfs /tmp, the file mounted read-only), its verdict asserted;
-- the runner image: the grader on this host grades them with --isolation docker through the
-  Docker Engine API, served by `podman system service`; no container may be left afterwards.
+- docker: the runner image: the grader on this host grades them with --isolation docker through the
+  Docker Engine API, served by `podman system service`; no container may be left afterwards;
+- gradescope: the autograder zip (deploy/gradescope/build.py, as `make gradescope` runs it) unpacked
+  into a fake /autograder tree and its run_autograder run in the image, for a correct and a wrong
+  submission; each results.json validated by the schema of tests/test_formats.py, its score checked;
+- prairielearn: deploy/prairielearn/run as the image's entrypoint on a fake /grade tree, the same way;
+- shards: the Kubernetes Job's pod command (deploy/kubernetes/grade-class.yaml) for every index in
+  the image, with the manifest's capabilities, the shard files merged by `python -m grader merge`
+  and compared with one local batch.
+The platform and shard checks run the README's own command lines (they must appear in README.md
+word for word), with its variables (SOLUTION, ZIP, AUTOGRADER, GRADE, CLASS) set to test folders.
 
-    .venv/bin/python tests/container/check_container.py     (make container-test)
+    .venv/bin/python tests/container/check_container.py [--only gradescope,shards] [--skip-build]     (make container-test)
 """
 
+import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import jsonschema
+import yaml
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from deploy import image  # noqa: E402 - the same build as `make image OFFLINE=1`
+from tests.test_formats import GRADESCOPE_SCHEMA, PRAIRIELEARN_SCHEMA  # noqa: E402 - the schemas the format tests use
 
 BUILD = ROOT / "build"
 IMAGE = image.DEFAULT_TAG
 RUNNER_IMAGE = "localhost/mlm-grader-runner:test"
 SUBMISSIONS = ROOT / "tests" / "submissions"
+README = ROOT / "README.md"
+JOB = ROOT / "deploy" / "kubernetes" / "grade-class.yaml"
 EXPECTED = {
     "accepted/plain_helpers.py": "accepted",
     "wrong_answer/causal_mask.py": "wrong_answer",
@@ -38,6 +56,132 @@ EXPECTED = {
     "wrong_answer/hostile_fork_many.py": "wrong_answer",
 }
 SECRET = "container-secret-31415"
+CHECKS = ("grader", "docker", "gradescope", "prairielearn", "shards")
+CORRECT, WRONG = "accepted/plain_helpers.py", "wrong_answer/causal_mask.py"
+CLASS = [CORRECT, "accepted/einsum_everywhere.py", "accepted/loops_over_heads.py", WRONG, "wrong_answer/detached_head.py", "wrong_answer/eps_wrong_value.py"]
+POINTS = 10  # GRADER_OPTIONS='--points 10', as in the README
+
+# The README's command lines, run as they are written (from the checkout, with its variables set).
+# The walls are the Kubernetes Job's: every capability dropped but the three the grader needs, no
+# privilege escalation, a read-only root, no network.
+WALLS = "--network none --read-only --tmpfs /tmp --cap-drop ALL --cap-add SETUID,SETGID,KILL --security-opt no-new-privileges"
+GRADESCOPE_LINES = [
+    'mkdir -p "$AUTOGRADER/submission" "$AUTOGRADER/results"',
+    'unzip -q -o "$ZIP" -d "$AUTOGRADER/source" && cp "$AUTOGRADER/source/run_autograder" "$AUTOGRADER/"',
+    'cp "$SOLUTION" "$AUTOGRADER/submission/solution.py"',
+    f'podman run --rm {WALLS} -v "$AUTOGRADER:/autograder" --entrypoint /autograder/run_autograder {IMAGE}',
+]
+PRAIRIELEARN_LINES = [
+    'mkdir -p "$GRADE/student" "$GRADE/results" && cp "$SOLUTION" "$GRADE/student/solution.py"',
+    f'podman run --rm {WALLS} -e MLM_GRADER_SEED -v "$GRADE:/grade" --entrypoint /app/deploy/prairielearn/run {IMAGE}',
+]
+MERGE_LINE = '.venv/bin/python -m grader merge "$CLASS"/results/shard-*.jsonl --out "$CLASS/results.jsonl" --csv "$CLASS/grades.csv"'
+
+
+def shard_lines() -> list[str]:
+    """The pods of deploy/kubernetes/grade-class.yaml, one after the other: the manifest's arguments
+    and resource limits, $(JOB_COMPLETION_INDEX) from the loop."""
+    job = next(doc for doc in yaml.safe_load_all(JOB.read_text()) if doc and doc["kind"] == "Job")
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == IMAGE, f"the Job runs {container['image']}, the test builds {IMAGE}"
+    limits = container["resources"]["limits"]
+    memory = limits["memory"].replace("Gi", "g").replace("Mi", "m")
+    args = " ".join(a.replace("$(JOB_COMPLETION_INDEX)", "$i") for a in container["args"])
+    pods = (
+        f"for i in $(seq 0 {job['spec']['completions'] - 1}); do podman run --rm {WALLS} --memory {memory} --cpus {limits['cpu']} "
+        f'-e JOB_COMPLETION_INDEX=$i -e MLM_GRADER_SEED -v "$CLASS/submissions:/submissions:ro" -v "$CLASS/results:/results" {IMAGE} {args}; done'
+    )
+    owner = f'install -d -o "$(podman run --rm --entrypoint id {IMAGE} -u mlm-grader)" "$CLASS/results"'
+    return [owner, pods, MERGE_LINE]
+
+
+def run_lines(lines: list[str], variables: dict[str, str], failures: list[str], timeout: int = 900) -> bool:
+    """Run each line with bash from the checkout, as a reader of the README would; each must be in it."""
+    readme = README.read_text()
+    env = {k: v for k, v in os.environ.items() if k != "MLM_GRADER_SEED"} | {"MLM_GRADER_SEED": SECRET} | variables
+    for line in lines:
+        if line not in readme:
+            failures.append(f"README.md does not show the command the container test runs: {line}")
+        result = subprocess.run(["bash", "-c", line], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+        if result.returncode != 0:
+            failures.append(f"{line}\n  exited with {result.returncode}: {(result.stdout + result.stderr)[-2000:]}")
+            return False
+    return True
+
+
+def fresh(folder: Path) -> Path:
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
+
+
+def results_of(path: Path, schema: dict, label: str, failures: list[str]) -> dict | None:
+    try:
+        results = json.loads(path.read_text())
+        jsonschema.validate(results, schema)
+    except (OSError, ValueError, jsonschema.ValidationError) as error:
+        failures.append(f"{label}: no valid results.json: {str(error)[:1000]}")
+        return None
+    if SECRET in json.dumps(results):
+        failures.append(f"{label}: the secret seed is in the results")
+    return results
+
+
+def verdict_line(label: str, ok: bool, what: str, failures: list[str]) -> None:
+    print(f"{'ok  ' if ok else 'FAIL'} {label}: {what}", flush=True)
+    if not ok:
+        failures.append(f"{label}: {what}")
+
+
+def check_gradescope(work: Path, failures: list[str]) -> None:
+    (work / "seed.txt").write_text(SECRET + "\n")
+    archive = work / "gradescope-autograder.zip"
+    build = [sys.executable, str(ROOT / "deploy" / "gradescope" / "build.py"), f"--seed-file={work / 'seed.txt'}", f"--grader-options=--points {POINTS}"]
+    subprocess.run([*build, "--out", str(archive)], check=True, capture_output=True, timeout=120)  # what `make gradescope` runs
+    for relative, verdict, score in ((CORRECT, "accepted", POINTS), (WRONG, "wrong_answer", 0)):
+        tree = fresh(work / Path(relative).parent.name) / "autograder"
+        label = f"gradescope {relative}"
+        if run_lines(GRADESCOPE_LINES, {"AUTOGRADER": str(tree), "ZIP": str(archive), "SOLUTION": str(SUBMISSIONS / relative)}, failures):
+            if results := results_of(tree / "results" / "results.json", GRADESCOPE_SCHEMA, label, failures):
+                extra = results["extra_data"]
+                ok = results["score"] == score and extra["verdict"] == verdict and extra["isolation"].startswith("uid") and not extra["warnings"]
+                verdict_line(label, ok, f"{extra['verdict']}, score {results['score']} of {POINTS} (isolation: {extra['isolation']})", failures)
+
+
+def check_prairielearn(work: Path, failures: list[str]) -> None:
+    for relative, verdict, score in ((CORRECT, "accepted", 1.0), (WRONG, "wrong_answer", 0.0)):
+        tree = fresh(work / Path(relative).parent.name) / "grade"
+        label = f"prairielearn {relative}"
+        if run_lines(PRAIRIELEARN_LINES, {"GRADE": str(tree), "SOLUTION": str(SUBMISSIONS / relative)}, failures):
+            if results := results_of(tree / "results" / "results.json", PRAIRIELEARN_SCHEMA, label, failures):
+                ok = results["gradable"] is True and results["score"] == score and results["verdict"] == verdict and not results["warnings"]
+                verdict_line(label, ok, f"{results['verdict']}, gradable {results['gradable']}, score {results['score']}", failures)
+
+
+def graded(path: Path) -> list[tuple[str, str, float]]:
+    return [(line["id"], line["verdict"], line["score"]) for line in map(json.loads, path.read_text().splitlines())]
+
+
+def check_shards(work: Path, failures: list[str]) -> None:
+    folder = fresh(work) / "submissions"
+    folder.mkdir()
+    for number, relative in enumerate(CLASS):  # these names put at least one submission in each of the 4 shards
+        shutil.copy(SUBMISSIONS / relative, folder / f"student{number}_{Path(relative).parent.name}_{Path(relative).name}")
+    if not run_lines(shard_lines(), {"CLASS": str(work)}, failures):
+        return
+    env = {k: v for k, v in os.environ.items() if k != "MLM_GRADER_SEED"} | {"MLM_GRADER_SEED": SECRET}
+    batch = [sys.executable, "-m", "grader", "batch", str(folder), "--out", str(work / "single.jsonl")]
+    single = subprocess.run(batch, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    if single.returncode != 0:
+        failures.append(f"the local batch failed ({single.returncode}): {single.stderr[-2000:]}")
+        return
+    merged, alone = graded(work / "results.jsonl"), sorted(graded(work / "single.jsonl"))
+    isolations = {line["isolation"].split()[0] for line in map(json.loads, (work / "results.jsonl").read_text().splitlines())}
+    sizes = [len(graded(path)) for path in sorted((work / "results").glob("shard-*.jsonl"))]
+    ok = merged == alone and len(merged) == len(CLASS) and isolations == {"uid"} and len(sizes) > 1 and all(sizes)
+    what = f"{len(merged)} submissions from {len(sizes)} pods ({'+'.join(map(str, sizes))}, isolation {', '.join(sorted(isolations))}) "
+    what += "match" if merged == alone else "differ from"
+    verdict_line("kubernetes shards merged", ok, f"{what} one local batch: {merged if merged != alone else ''}".rstrip(": "), failures)
 
 
 def walls_alone(relative: str) -> list[str]:
@@ -81,17 +225,41 @@ def leftover_children() -> list[str]:
     return listed.stdout.split()
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Build the images and grade in them (make container-test).")
+    parser.add_argument("--only", default=",".join(CHECKS), help=f"comma-separated checks to run (default all: {','.join(CHECKS)})")
+    parser.add_argument("--skip-build", action="store_true", help="use the images already built (tagged as this test tags them)")
+    args = parser.parse_args(argv)
+    checks = [c for c in args.only.split(",") if c]
+    if unknown := set(checks) - set(CHECKS):
+        parser.error(f"unknown checks {sorted(unknown)}; choose among {', '.join(CHECKS)}")
     started = time.monotonic()
     if image.engine() != "podman":
         raise SystemExit("the container test drives podman (the docker backend is served by `podman system service`)")
-    image.build("grader", IMAGE, offline=True)
-    image.build("runner", RUNNER_IMAGE, offline=True)
+    wanted = [("grader", IMAGE)] + ([("runner", RUNNER_IMAGE)] if "docker" in checks else [])
+    for target, tag in wanted:
+        if not args.skip_build:
+            image.build(target, tag, offline=True)
+        elif not image.image_exists("podman", tag):
+            raise SystemExit(f"--skip-build: no image {tag}; run without --skip-build once")
     print(f"images ready after {time.monotonic() - started:.0f}s", flush=True)
     failures: list[str] = []
-    for relative, verdict in EXPECTED.items():
-        check(relative, verdict, grade_in_container(relative), "uid", failures)
+    if "grader" in checks:
+        for relative, verdict in EXPECTED.items():
+            check(relative, verdict, grade_in_container(relative), "uid", failures)
+    if "docker" in checks:
+        check_docker_backend(failures)
+    work = BUILD / "container-test"
+    for name, run in (("gradescope", check_gradescope), ("prairielearn", check_prairielearn), ("shards", check_shards)):
+        if name in checks:
+            run(fresh(work / name), failures)
+    print(f"container test ({', '.join(checks)}) took {time.monotonic() - started:.0f}s")
+    for failure in failures:
+        print(failure)
+    return 1 if failures else 0
 
+
+def check_docker_backend(failures: list[str]) -> None:
     BUILD.mkdir(exist_ok=True)
     socket_path = BUILD / "podman-api.sock"
     socket_path.unlink(missing_ok=True)
@@ -110,10 +278,6 @@ def main() -> int:
         service.wait()
     if leftover := leftover_children():
         failures.append(f"containers left behind by --isolation docker: {leftover}")
-    print(f"container test took {time.monotonic() - started:.0f}s")
-    for failure in failures:
-        print(failure)
-    return 1 if failures else 0
 
 
 if __name__ == "__main__":
