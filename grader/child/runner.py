@@ -23,6 +23,8 @@ import torch
 from . import wire
 from .guard import TAMPERED, Guard
 
+wire.load_tensor_modules()  # now, while sys.modules holds the real numpy and torch
+
 MEMORY_MARKERS = ("can't allocate memory", "not enough memory", "out of memory")
 
 

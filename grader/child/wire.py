@@ -18,9 +18,23 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 if TYPE_CHECKING:
     import torch
 
-# numpy and torch are imported where a tensor is built, not here: the grader starts its child
-# before it imports them, so that both processes import torch at the same time.
 ITEM_BYTES = {"float32": 4, "float64": 8, "int64": 8, "bool": 1}  # the dtypes a frame may carry, by name
+_np: Any = None  # numpy and torch, once load_tensor_modules() has bound them
+_torch: Any = None
+
+
+def load_tensor_modules() -> None:
+    """Bind numpy and torch for building tensors. Not at import: the grader starts its child before
+    it imports torch, so that both processes import it at once, and binds them on first use. The
+    child binds them when it starts, before any submission code could put fakes in sys.modules."""
+    global _np, _torch
+    if _torch is None:
+        import numpy
+        import torch
+
+        _np, _torch = numpy, torch
+
+
 MAX_HEADER_BYTES = 1 << 20
 MAX_FRAME_BYTES = 1 << 30
 MAX_DIMENSIONS = 8
@@ -128,11 +142,10 @@ def payload_bytes(described: list[tuple[str, str, tuple[int, ...]]]) -> int:
 
 
 def read_tensor(stream: BinaryIO, dtype: str, shape: tuple[int, ...]) -> torch.Tensor:
-    import numpy as np
-    import torch
-
-    array = np.frombuffer(_read_exact(stream, tensor_bytes(dtype, shape)), dtype=np.dtype(dtype)).reshape(shape)
-    return torch.from_numpy(array.copy())
+    if _torch is None:
+        load_tensor_modules()
+    array = _np.frombuffer(_read_exact(stream, tensor_bytes(dtype, shape)), dtype=_np.dtype(dtype)).reshape(shape)
+    return _torch.from_numpy(array.copy())
 
 
 def skip(stream: BinaryIO, size: int) -> None:
