@@ -13,6 +13,7 @@ and the Python API (grader/api.py) both grade through Pool.map.
 import argparse
 import csv
 import fcntl
+import functools
 import hashlib
 import io
 import json
@@ -38,6 +39,7 @@ from grader import __version__, judge
 from grader.cases import seed_public_id
 from grader.formats.json import to_json
 from grader.isolation import ISOLATION_LEVELS, IsolationUnavailable, choose_backend, scrub_secret
+from grader.pool import PoolError, ServerLost, WarmPool, pool_problem
 from grader.report import hints
 from grader.results import Report, Verdict
 from grader.sandbox import Child
@@ -137,11 +139,15 @@ class Pool:
         # The uid backend kills every process of the runner user after each grading.
         self.jobs = 1 if self.backend == "uid" else jobs
         self.prepared = prepared or judge.prepare(spec, seed, public_only)
+        self.warm_note = ""  # after map(): why its submissions were not graded through a warm pool, if they were not
 
-    def grade_file(self, path: Path, cancel: _Cancel | None = None) -> Report:
-        """The report of one file; a fault of the grader becomes a grader_error report."""
+    def grade_file(self, path: Path, cancel: _Cancel | None = None, warm: WarmPool | None = None) -> Report:
+        """The report of one file; a fault of the grader becomes a grader_error report. With a warm
+        pool, the child is one of its children; if the pool cannot give one, or its server dies
+        during the grading, the file is graded (again) with a child of its own."""
         try:
-            report = judge.grade(
+            grade = functools.partial(
+                judge.grade,
                 path,
                 self.spec,
                 self.seed,
@@ -150,6 +156,12 @@ class Pool:
                 prepared=self.prepared,
                 watch=cancel.watch if cancel else None,
             )
+            try:
+                report = grade(start=warm.start_child) if warm else grade()
+            except (PoolError, ServerLost):
+                if cancel and cancel.cancelled:
+                    raise _Cancelled() from None
+                report = grade()
             report.hints = hints(report, self.spec)
         except Exception as error:  # noqa: BLE001 - one submission's grader fault must not end the batch
             report = grader_error(path, self.prepared.seed_id, self.backend, error)
@@ -166,6 +178,8 @@ class Pool:
         cancel = _Cancel()
         items = iter(items)
         running: dict[Future, K] = {}
+        self.warm_note = pool_problem(self.backend) or ""
+        warm = None if self.warm_note else WarmPool(self.spec)  # it starts while the first items are read
         executor = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="mlm-grader-job")
         try:
             exhausted = False
@@ -176,7 +190,7 @@ class Pool:
                     except StopIteration:
                         exhausted = True
                         break
-                    running[executor.submit(self.grade_file, path, cancel)] = key
+                    running[executor.submit(self.grade_file, path, cancel, warm)] = key
                 if not running:
                     return
                 done, _ = wait(running, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
@@ -185,6 +199,9 @@ class Pool:
         finally:
             cancel.cancel()
             executor.shutdown(wait=True, cancel_futures=True)
+            if warm:
+                self.warm_note = warm.broken
+                warm.close()
 
 
 # --- which submissions ------------------------------------------------------------------------------
@@ -519,6 +536,8 @@ def run(args: argparse.Namespace, stop: _Stop, out: TextIO) -> int:
                         progress.update(submission.id, line)
             finally:
                 progress.close()
+            if pool.warm_note:
+                print(f"each submission was graded in a sandboxed child of its own: {pool.warm_note}", file=out)
     finally:
         results.close()
 

@@ -111,7 +111,8 @@ def _wait_for(what: str, find: Any) -> int:
 
 
 class WarmPool:
-    """One server; spawn() gives a walled-in child per submission; close() ends it all."""
+    """One server, started at once and waited for at the first spawn(), which gives a walled-in
+    child per submission; close() ends it all."""
 
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
@@ -123,6 +124,7 @@ class WarmPool:
         self.server: subprocess.Popen | None = None
         self.generation = 0  # how many servers were started: a child knows which one holds it
         self.log = CappedBuffer(SERVER_LOG_BYTES)
+        self.broken = ""  # why the server cannot be started: every child is then a child of its own
         self._workdir = tempfile.TemporaryDirectory(prefix="mlm-grader-pool-")
         shutil.copytree(CHILD_PACKAGE, Path(self._workdir.name) / "kit" / "child", ignore=shutil.ignore_patterns("__pycache__"))
         self._start()
@@ -161,15 +163,27 @@ class WarmPool:
         server_end.close()
         os.close(seccomp)
         threading.Thread(target=self.log.drain, args=(self.server.stderr,), daemon=True).start()
-        ready: queue.Queue = queue.Queue()
-        threading.Thread(target=self._read_control, args=(self.control, ready, self.generation), daemon=True).start()
+        self._ready: queue.Queue = queue.Queue()
+        self.server_pid = 0  # known once the server is ready (_wait_ready)
+        threading.Thread(target=self._read_control, args=(self.control, self._ready, self.generation), daemon=True).start()
+
+    def _wait_ready(self) -> None:
+        """Under the lock: the server is ready, started again if it died; PoolError if it cannot be."""
+        if self.broken:
+            raise PoolError(self.broken)
+        if self.server_pid and self.alive():
+            return
+        if self.server_pid:  # it was ready once and has died since: a new one
+            self._stop_server()
+            self._start()
         try:
-            message = ready.get(timeout=START_SECONDS)
+            message = self._ready.get(timeout=START_SECONDS)
         except queue.Empty:
             message = {"kind": "server_gone"}
         if message.get("kind") != "ready":
             self._stop_server()
-            raise PoolError(f"the pool's server did not start: {self.log.text()[-2000:] or 'no output'}")
+            self.broken = f"the pool's server did not start: {self.log.text()[-2000:] or 'no output'}"
+            raise PoolError(self.broken)
         self.server_pid = _wait_for("server", lambda: self._find_server(self.server.pid))
 
     @staticmethod
@@ -229,6 +243,10 @@ class WarmPool:
 
     # -- children ---------------------------------------------------------------------------------
 
+    def start_child(self, workdir: Path, source: bytes, filename: str, spec: Spec, backend: str) -> "PoolChild":
+        """judge.grade's `start`: a child of this pool in place of a child of its own."""
+        return PoolChild(self, source, filename, spec)
+
     def spawn(self, filename: str, source: bytes, fds: list[int]) -> tuple[int, "_Replies", list[int]]:
         """A walled-in child on the descriptors `fds` (its ends of requests, results, stdout,
         stderr): its spawn id, the queue its "exited" message will arrive on, and the host pids
@@ -239,9 +257,7 @@ class WarmPool:
             os.lseek(memfd, 0, os.SEEK_SET)
             fcntl.fcntl(memfd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
             with self._lock:
-                if not self.alive():
-                    self._stop_server()
-                    self._start()
+                self._wait_ready()
                 self._next_id += 1
                 spawn_id = self._next_id
                 replies = _Replies(self.generation)
