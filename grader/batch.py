@@ -130,10 +130,11 @@ class Pool:
         backend: str | None = None,
         public_only: bool = False,
         prepared: judge.Prepared | None = None,
+        static_check: bool = True,
     ) -> None:
         if jobs < 1:
             raise ValueError("jobs must be at least 1")
-        self.spec, self.seed, self.public_only = spec, seed, public_only
+        self.spec, self.seed, self.public_only, self.static_check = spec, seed, public_only, static_check
         self.warnings = spec.seed_warnings(seed, public_only)
         self.backend = backend or choose_backend("auto", secret_seed=seed != spec.default_hidden_seed)
         # The uid backend kills every process of the runner user after each grading.
@@ -154,6 +155,7 @@ class Pool:
                 public_only=self.public_only,
                 backend=self.backend,
                 prepared=self.prepared,
+                static_check=self.static_check,
                 watch=cancel.watch if cancel else None,
             )
             try:
@@ -170,16 +172,18 @@ class Pool:
             raise _Cancelled()
         return report
 
-    def map(self, items: Iterable[tuple[K, Path]], stop: threading.Event | None = None) -> Iterator[tuple[K, Report]]:
+    def map(self, items: Iterable[tuple[K, Path]], stop: threading.Event | None = None, warm: WarmPool | None = None) -> Iterator[tuple[K, Report]]:
         """(key, report) for each (key, path), in the order they finish. Items are taken from
         `items` only as a job frees up. When `stop` is set, or the caller stops iterating (an
         exception, a closed generator), running children are killed and their gradings dropped;
-        nothing of them is left when this returns."""
+        nothing of them is left when this returns. The children come from a warm pool (grader/pool.py)
+        where it keeps every wall: `warm`, which the caller closes, else one of map's own."""
         cancel = _Cancel()
         items = iter(items)
         running: dict[Future, K] = {}
-        self.warm_note = pool_problem(self.backend) or ""
-        warm = None if self.warm_note else WarmPool(self.spec)  # it starts while the first items are read
+        self.warm_note = "" if warm else pool_problem(self.backend) or ""
+        own = None if warm or self.warm_note else WarmPool(self.spec)  # it starts while the first items are read
+        warm = warm or own
         executor = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="mlm-grader-job")
         try:
             exhausted = False
@@ -201,7 +205,8 @@ class Pool:
             executor.shutdown(wait=True, cancel_futures=True)
             if warm:
                 self.warm_note = warm.broken
-                warm.close()
+            if own:
+                own.close()
 
 
 # --- which submissions ------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x2, 0x4, 0x20, 0x1000, 0x4000, 0x40000
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS = 1, 4, 22, 38
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 22, 24, 38
 SECCOMP_MODE_FILTER = 2
 CAPABILITY_VERSION_3 = 0x20080522
 INNER_ID = 1000  # the child's uid and gid inside its own user namespace: not root there
@@ -72,8 +72,12 @@ class _SockFprog(ctypes.Structure):
 
 
 def drop_capabilities() -> None:
-    """Clear the effective, permitted and inheritable sets, and the ambient set with them; no_new_privs
-    keeps them cleared across any execve."""
+    """Empty the bounding set (as bwrap --cap-drop ALL does), then clear the effective, permitted
+    and inheritable sets, and the ambient set with them; no_new_privs keeps them cleared."""
+    with open("/proc/sys/kernel/cap_last_cap") as f:
+        last = int(f.read())
+    for cap in range(last + 1):
+        _check(_libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"dropping capability {cap} from the bounding set")
     header, data = _CapHeader(CAPABILITY_VERSION_3, 0), (_CapData * 2)()
     _check(_libc.capset(ctypes.byref(header), data), "capset")
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
