@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -174,7 +175,16 @@ def test_sandbox_hostiles_get_their_verdicts_through_the_pool(spec, prepared, wa
     assert_unaffected(spec, prepared, warm, tmp_path)
 
 
-def test_a_server_that_dies_mid_grading_is_replaced_and_the_submission_graded_again(spec, prepared, warm, tmp_path):
+def test_a_server_that_dies_mid_grading_is_replaced_and_the_submission_graded_again(tmp_path):
+    # The real limits: the grading is done again in a child of its own, which imports torch first.
+    spec = load_spec()
+    prepared = judge.prepare(spec, SEED)
+    with closing(WarmPool(spec)) as warm:
+        server_dies_mid_grading(spec, prepared, warm, tmp_path)
+
+
+def server_dies_mid_grading(spec, prepared, warm, tmp_path):
+    assert grade(spec, prepared, warm, [honest(tmp_path)])["honest"].verdict == "accepted"  # the server is up
     victim = attacker(tmp_path, "victim")  # four seconds at import: time to kill the server under it
     pool = batch.Pool(spec, SEED, jobs=1, backend="bubblewrap", prepared=prepared, static_check=False)
     killer = threading.Timer(1.5, lambda: os.killpg(warm.server.pid, 9))
