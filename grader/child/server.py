@@ -82,7 +82,9 @@ def _child(config: dict[str, Any], message: dict[str, Any], fds: dict[str, int],
     try:
         runner.unbuffered_output()
         requests, results = os.fdopen(fds["requests"], "rb"), os.fdopen(fds["results"], "wb")
-        runner.serve(config["runner"] | {"submission": f"{config['submission_dir']}/{filename}"}, requests, results)
+        child_config = config["runner"] | {"submission": f"{config['submission_dir']}/{filename}", "request_fd": fds["requests"], "result_fd": fds["results"]}
+        sys.argv = ["-c", sys.argv[1], json.dumps(child_config)]  # what a single child's sys.argv holds
+        runner.serve(child_config, requests, results)
         code = 0
     except SystemExit as end:  # as the interpreter would end a single child
         code = end.code if isinstance(end.code, int) else 1
