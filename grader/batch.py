@@ -182,7 +182,12 @@ class Pool:
         items = iter(items)
         running: dict[Future, K] = {}
         self.warm_note = "" if warm else pool_problem(self.backend) or ""
-        own = None if warm or self.warm_note else WarmPool(self.spec)  # it starts while the first items are read
+        own = None
+        if not warm and not self.warm_note:
+            try:
+                own = WarmPool(self.spec)  # it starts while the first items are read
+            except (OSError, PoolError) as error:
+                self.warm_note = f"the warm pool could not start ({error})"
         warm = warm or own
         executor = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="mlm-grader-job")
         try:

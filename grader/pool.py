@@ -369,6 +369,8 @@ class PoolChild(Child):
         """Wait for the server's "exited" message; False if it did not come in time."""
         if self.returncode is not None:
             return True
+        if self.server_lost:
+            raise ServerLost("the pool's server ended while a submission was graded")
         try:
             message = self._replies.get(timeout=max(0.0, seconds))
         except queue.Empty:
