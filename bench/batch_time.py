@@ -3,7 +3,9 @@
 
 The files are a mix of correct, wrong, crashing and forbidden submissions from tests/submissions
 (taken in turn from each folder). Half of the single gradings run before the batch and half after
-it, so that a load that drifts during the run weighs on both sides alike. Usage:
+it, so that a load that drifts during the run weighs on both sides alike. Then the pool's own cost:
+how long a submission waits for a child ready to grade, a child of its own beside one from the warm
+pool (grader/pool.py). Usage:
 
     .venv/bin/python bench/batch_time.py [N] [JOBS]      (default: 40 submissions, 2 jobs)
 """
@@ -12,6 +14,7 @@ import itertools
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,6 +38,40 @@ def grade_one_by_one(files: list[Path], verdicts: dict[str, str]) -> float:
         result = subprocess.run([sys.executable, "-m", "grader", str(path), "--json"], cwd=ROOT, capture_output=True, text=True, env=ENV)
         verdicts[path.stem] = json.loads(result.stdout)["verdict"]
     return time.perf_counter() - started
+
+
+def child_start_seconds(samples: int) -> tuple[float, float]:
+    """Median seconds from asking for a child to its answer to the start frame (the submission
+    loaded, the guard armed): a child of its own (a Python start, import torch, the guard's
+    warm-up) beside a child of the warm pool (a fork, the walls, the guard armed), in this process."""
+    sys.path.insert(0, str(ROOT))
+    from grader import protocol
+    from grader.pool import WarmPool, pool_problem
+    from grader.sandbox import ProcessChild
+    from grader.spec import load_spec
+
+    spec = load_spec()
+    source = (ROOT / "tests" / "submissions" / "accepted" / "plain_helpers.py").read_bytes()
+
+    def timed(start) -> float:
+        began = time.perf_counter()
+        with start() as child:
+            child.request({"kind": "start"}, None, protocol.STARTUP, spec.limits.startup_seconds)
+            return time.perf_counter() - began
+
+    own = []
+    for _ in range(max(1, samples // 4)):
+        with tempfile.TemporaryDirectory(prefix="mlm-grader-bench-") as tmp:
+            own.append(timed(lambda: ProcessChild(Path(tmp), source, "solution.py", spec, "bubblewrap")))
+    if pool_problem("bubblewrap"):
+        return statistics.median(own), float("nan")
+    warm = WarmPool(spec)
+    try:
+        timed(lambda: warm.start_child(Path(), source, "solution.py", spec, "bubblewrap"))  # waits for the server to be ready
+        pooled = [timed(lambda: warm.start_child(Path(), source, "solution.py", spec, "bubblewrap")) for _ in range(samples)]
+    finally:
+        warm.close()
+    return statistics.median(own), statistics.median(pooled)
 
 
 def main() -> None:
@@ -63,6 +100,8 @@ def main() -> None:
     print(f"one after the other, python -m grader FILE: {single_seconds:7.1f}s  ({single_seconds / count:.2f}s per submission)")
     print(f"python -m grader batch --jobs {jobs}:          {batch_seconds:7.1f}s  ({batch_seconds / count:.2f}s per submission)")
     print(f"speed-up: {single_seconds / batch_seconds:.2f}x   verdicts: {'identical' if not differing else 'DIFFERENT for ' + ', '.join(differing)}")
+    own, pooled = child_start_seconds(12)
+    print(f"per submission, a child ready to grade (median): of its own {own:.2f}s, from the warm pool {pooled:.3f}s ({own / pooled:.0f}x)")
     sys.exit(1 if differing else 0)
 
 

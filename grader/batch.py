@@ -13,6 +13,7 @@ and the Python API (grader/api.py) both grade through Pool.map.
 import argparse
 import csv
 import fcntl
+import functools
 import hashlib
 import io
 import json
@@ -37,6 +38,7 @@ import torch
 from grader import __version__, judge
 from grader.formats.json import to_json
 from grader.isolation import ISOLATION_LEVELS, choose_backend
+from grader.pool import PoolError, ServerLost, WarmPool, pool_problem
 from grader.report import hints
 from grader.results import Report, Verdict
 from grader.sandbox import Child
@@ -118,28 +120,40 @@ class Pool:
         backend: str | None = None,
         public_only: bool = False,
         prepared: judge.Prepared | None = None,
+        static_check: bool = True,
     ) -> None:
         if jobs < 1:
             raise ValueError("jobs must be at least 1")
-        self.spec, self.seed, self.public_only = spec, seed, public_only
+        self.spec, self.seed, self.public_only, self.static_check = spec, seed, public_only, static_check
         self.warnings = spec.seed_warnings(seed, public_only)
         self.backend = backend or choose_backend("auto", secret_seed=seed != spec.default_hidden_seed)
         # The uid backend kills every process of the runner user after each grading.
         self.jobs = 1 if self.backend == "uid" else jobs
         self.prepared = prepared or judge.prepare(spec, seed, public_only)
+        self.warm_note = ""  # after map(): why its submissions were not graded through a warm pool, if they were not
 
-    def grade_file(self, path: Path, cancel: _Cancel | None = None) -> Report:
-        """The report of one file; a fault of the grader becomes a grader_error report."""
+    def grade_file(self, path: Path, cancel: _Cancel | None = None, warm: WarmPool | None = None) -> Report:
+        """The report of one file; a fault of the grader becomes a grader_error report. With a warm
+        pool, the child is one of its children; if the pool cannot give one, or its server dies
+        during the grading, the file is graded (again) with a child of its own."""
         try:
-            report = judge.grade(
+            grade = functools.partial(
+                judge.grade,
                 path,
                 self.spec,
                 self.seed,
                 public_only=self.public_only,
                 backend=self.backend,
                 prepared=self.prepared,
+                static_check=self.static_check,
                 watch=cancel.watch if cancel else None,
             )
+            try:
+                report = grade(start=warm.start_child) if warm else grade()
+            except (PoolError, ServerLost):
+                if cancel and cancel.cancelled:
+                    raise _Cancelled() from None
+                report = grade()
             report.hints = hints(report, self.spec)
         except Exception as error:  # noqa: BLE001 - one submission's grader fault must not end the batch
             report = grader_error(path, self.prepared.seed_id, self.backend, error)
@@ -148,14 +162,23 @@ class Pool:
             raise _Cancelled()
         return report
 
-    def map(self, items: Iterable[tuple[K, Path]], stop: threading.Event | None = None) -> Iterator[tuple[K, Report]]:
+    def map(self, items: Iterable[tuple[K, Path]], stop: threading.Event | None = None, warm: WarmPool | None = None) -> Iterator[tuple[K, Report]]:
         """(key, report) for each (key, path), in the order they finish. Items are taken from
         `items` only as a job frees up. When `stop` is set, or the caller stops iterating (an
         exception, a closed generator), running children are killed and their gradings dropped;
-        nothing of them is left when this returns."""
+        nothing of them is left when this returns. The children come from a warm pool (grader/pool.py)
+        where it keeps every wall: `warm`, which the caller closes, else one of map's own."""
         cancel = _Cancel()
         items = iter(items)
         running: dict[Future, K] = {}
+        self.warm_note = "" if warm else pool_problem(self.backend) or ""
+        own = None
+        if not warm and not self.warm_note:
+            try:
+                own = WarmPool(self.spec)  # it starts while the first items are read
+            except (OSError, PoolError) as error:
+                self.warm_note = f"the warm pool could not start ({error})"
+        warm = warm or own
         executor = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="mlm-grader-job")
         try:
             exhausted = False
@@ -166,7 +189,7 @@ class Pool:
                     except StopIteration:
                         exhausted = True
                         break
-                    running[executor.submit(self.grade_file, path, cancel)] = key
+                    running[executor.submit(self.grade_file, path, cancel, warm)] = key
                 if not running:
                     return
                 done, _ = wait(running, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
@@ -175,6 +198,10 @@ class Pool:
         finally:
             cancel.cancel()
             executor.shutdown(wait=True, cancel_futures=True)
+            if warm:
+                self.warm_note = warm.broken
+            if own:
+                own.close()
 
 
 # --- which submissions ------------------------------------------------------------------------------
@@ -496,6 +523,8 @@ def run(args: argparse.Namespace, stop: _Stop, out: TextIO) -> int:
                         progress.update(submission.id, line)
             finally:
                 progress.close()
+            if pool.warm_note:
+                print(f"each submission was graded in a sandboxed child of its own: {pool.warm_note}", file=out)
     finally:
         results.close()
 

@@ -276,11 +276,22 @@ DENIED_CALLS = (
 )  # fmt: skip
 
 
+# What the pool's server needs beyond a single child: its children build their own namespaces and
+# mounts (grader/child/walls.py) before they take the pool child's filter, which refuses them again.
+POOL_SERVER_ALLOWED = ("unshare", "mount")
+NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x00000080)  # CLONE_NEW*
+
+
 @functools.cache
-def seccomp_program() -> bytes | None:
+def seccomp_program(kind: str = "child") -> bytes | None:
     """A BPF program allowing sockets of the AF_UNIX family only (socket and socketpair of any other
     family: EACCES) and refusing DENIED_CALLS (EPERM), or None without pyseccomp/libseccomp.
-    Syscalls of another architecture (32-bit calls on x86_64) kill the process: libseccomp's default."""
+    Syscalls of another architecture (32-bit calls on x86_64) kill the process: libseccomp's default.
+    kind "child": a single child's (bwrap --seccomp). "pool_server": the pool's server may also
+    unshare and mount (POOL_SERVER_ALLOWED). "pool_child": a pool child's, loaded on top of the
+    server's once it is walled in: also clone with any namespace flag (EPERM) and clone3, whose flags
+    a filter cannot read (ENOSYS: the C library falls back to clone), as bwrap --disable-userns does
+    for a single child."""
     try:
         import pyseccomp as seccomp
 
@@ -288,10 +299,16 @@ def seccomp_program() -> bytes | None:
         for call in ("socket", "socketpair"):  # "not AF_UNIX" rather than a list of families: new ones stay closed
             rules.add_rule(seccomp.ERRNO(errno.EACCES), call, seccomp.Arg(0, seccomp.NE, socket.AF_UNIX))
         for call in DENIED_CALLS:
+            if kind == "pool_server" and call in POOL_SERVER_ALLOWED:
+                continue
             try:
                 rules.add_rule(seccomp.ERRNO(errno.EPERM), call)
             except OSError:  # a call this libseccomp or architecture does not know
                 pass
+        if kind == "pool_child":
+            for flag in NAMESPACE_FLAGS:
+                rules.add_rule(seccomp.ERRNO(errno.EPERM), "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
+            rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
         with tempfile.TemporaryFile() as program:
             rules.export_bpf(program)
             program.seek(0)
@@ -300,9 +317,9 @@ def seccomp_program() -> bytes | None:
         return None
 
 
-def seccomp_fd() -> int | None:
+def seccomp_fd(kind: str = "child") -> int | None:
     """A descriptor holding the seccomp program, for bwrap --seccomp (the caller closes it)."""
-    program = seccomp_program()
+    program = seccomp_program(kind)
     if program is None:
         return None
     fd = os.memfd_create("mlm-grader-seccomp")
@@ -311,15 +328,23 @@ def seccomp_fd() -> int | None:
     return fd
 
 
-def bubblewrap_command(command: list[str], kit: Path, submission_dir: Path, seccomp: int | None = None) -> list[str]:
+def bubblewrap_command(command: list[str], kit: Path, submission_dir: Path | None, seccomp: int | None = None) -> list[str]:
     """`command` inside the sandbox; it finds the kit and the submission at SANDBOX_KIT and SANDBOX_SUBMISSION.
-    Writable there: /tmp (TMPFS_MIB) and /dev/shm (SHM_MIB), nothing else."""
+    Writable there: /tmp (TMPFS_MIB) and /dev/shm (SHM_MIB), nothing else.
+    submission_dir None: the pool's server (grader/pool.py). Nothing at all is writable there (/tmp,
+    /dev/shm and SANDBOX_SUBMISSION are empty read-only folders, on which each child mounts its
+    own), and nested user namespaces are allowed: each child makes its own, then seccomp
+    (seccomp_program("pool_child")) refuses any further one."""
     filters = ["--seccomp", str(seccomp)] if seccomp is not None else []
+    server = submission_dir is None
+    private = ["--dir", "/tmp"] if server else ["--size", str(TMPFS_MIB * MIB), "--tmpfs", "/tmp"]
+    shm = ["--dir", "/dev/shm"] if server else ["--size", str(SHM_MIB * MIB), "--tmpfs", "/dev/shm"]
+    submission = ["--dir", SANDBOX_SUBMISSION] if server else ["--ro-bind", str(submission_dir), SANDBOX_SUBMISSION]
     wrapper = [
         "bwrap",
         "--unshare-all",  # ipc, pid, net, uts, cgroup namespaces, and user where it may
         "--unshare-user",  # insist on it: --disable-userns needs it
-        "--disable-userns",  # no nested user namespace, where the child would hold every capability
+        *([] if server else ["--disable-userns"]),  # no nested user namespace, where the child would hold every capability
         "--die-with-parent",
         "--new-session",
         "--cap-drop", "ALL",
@@ -327,16 +352,14 @@ def bubblewrap_command(command: list[str], kit: Path, submission_dir: Path, secc
         "--gid", str(UNPRIVILEGED_ID),
         # Mounts apply in order: the private /tmp first, so that binds below /tmp (a checkout
         # and its .venv there) are laid on top of it instead of being hidden by it.
-        "--size", str(TMPFS_MIB * MIB),
-        "--tmpfs", "/tmp",
+        *private,
         "--proc", "/proc",
         "--dev", "/dev",
-        "--size", str(SHM_MIB * MIB),
-        "--tmpfs", "/dev/shm",
+        *shm,
         *_system_binds(),
         *_python_binds(),
         "--ro-bind", str(kit), SANDBOX_KIT,
-        "--ro-bind", str(submission_dir), SANDBOX_SUBMISSION,
+        *submission,
         # Last, once every mount point exists: the tmpfs that bwrap builds the root from, and the
         # one under /dev, have no size; read-only, they hold nothing. /tmp and /dev/shm stay writable.
         "--remount-ro", "/dev",

@@ -280,6 +280,7 @@ def grade(
     static_check: bool = True,
     prepared: Prepared | None = None,
     watch: Callable[[Child], AbstractContextManager[object]] | None = None,
+    start: Callable[[Path, bytes, str, Spec, str], Child] = start_child,
 ) -> Report:
     """Grade one submission file, its child walled in by `backend` (see grader/isolation.py; the
     strongest that works here when None). Never raises for anything the submission does.
@@ -288,7 +289,9 @@ def grade(
     prepared: the cases and expected outputs of prepare(spec, hidden_seed, public_only), when a
     batch computed them once; else they are computed here, while the child starts.
     watch(child): entered as soon as the child is started and left just before it is closed, so
-    that another thread may end a grading early with child.kill() (a batch that is stopped)."""
+    that another thread may end a grading early with child.kill() (a batch that is stopped).
+    start(workdir, source, filename, spec, backend): what starts the child (a batch's warm pool
+    gives one of its children, grader/pool.py); start_child by default."""
     if not static_check and backend not in STRONG_BACKENDS:
         raise ValueError(f"the static check may be skipped only under {' or '.join(STRONG_BACKENDS)} isolation")
     if prepared is not None and (prepared.seed_id, prepared.public_only) != (seed_public_id(hidden_seed), public_only):
@@ -309,7 +312,7 @@ def grade(
     with tempfile.TemporaryDirectory(prefix="mlm-grader-", ignore_cleanup_errors=True) as workdir:
         # The child imports torch while we check the policy and build the cases; it runs no
         # submission code until _startup sends it the start frame.
-        with start_child(Path(workdir), source, path.name, spec, backend) as child, (watch or nullcontext)(child):
+        with start(Path(workdir), source, path.name, spec, backend) as child, (watch or nullcontext)(child):
             report.isolation = child.isolation
             try:
                 violations = policy.check(tree, source.decode(), spec.policy) if static_check else []

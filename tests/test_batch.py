@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from grader import batch, judge
+from grader.pool import pool_problem
 from tests.grading import ROOT, SUBMISSIONS, grade_json, run_grader
 
 SECRET = {"MLM_GRADER_SEED": "a-class-secret"}  # a batch refuses the fixed local seed unless told otherwise
@@ -80,6 +81,9 @@ def test_batch_gives_the_verdicts_of_the_single_file_command(tmp_path):
         assert line["submission"] == str(path) and line["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
         assert line["grader_version"] == alone["versions"]["grader"]
     assert {Path(name).parent.name for name in ONE_OF_EACH} == {line["verdict"] for line in lines}
+    if pool_problem(batch.choose_backend("auto", secret_seed=True)) is None:  # then the batch graded through the warm pool
+        assert all("warm pool" in line["isolation"] for line in lines if line["verdict"] != "compile_error")
+        assert not any("warm pool" in alone["isolation"] for alone in single.values())
     with open(gradebook) as f:
         assert list(csv.reader(f)) == [["id", "verdict", "score"]] + sorted([line["id"], line["verdict"], str(line["score"])] for line in lines)
 
@@ -138,7 +142,7 @@ def test_sigterm_ends_a_hanging_grading_at_once_and_leaves_nothing(tmp_path):
     command = [sys.executable, "-m", "grader", "batch", str(folder), "--jobs", "2", "--out", str(out)]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ | SECRET)
     deadline = time.monotonic() + 120
-    while not any(item.startswith("process") for item in leftovers(token)) and time.monotonic() < deadline:  # a child is running
+    while not leftovers(token) and time.monotonic() < deadline:  # a child is running (its process, or a warm pool child's cgroup)
         time.sleep(0.05)
     process.send_signal(signal.SIGTERM)
     sent = time.monotonic()

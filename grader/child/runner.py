@@ -167,6 +167,17 @@ def unbuffered_output() -> None:
         setattr(sys, name, io.TextIOWrapper(raw, encoding="utf-8", errors="backslashreplace", write_through=True))
 
 
+def warm_up(config: dict[str, Any]) -> None:
+    """What the first armed call would otherwise pay for, done once in the pool's server before it
+    forks: the modes' lazy imports (torch._dynamo, about 800 modules) and torch's one-time set-up,
+    under a guard that is pushed for the warm-up only and never armed (the server must stay able
+    to fork). Each forked child arms its own guard in serve(), as a single child does."""
+    torch.set_num_threads(1)  # before any computation: no OpenMP threads in a process that forks
+    guard = Guard(config["forbidden_functions"], config["forbidden_operators"], "")
+    with guard.watching():
+        guard.warm_up()
+
+
 def main(argv: list[str]) -> None:
     unbuffered_output()
     config = json.loads(argv[0])
@@ -177,6 +188,11 @@ def main(argv: list[str]) -> None:
     else:  # a pipe pair inherited from the grader
         requests = os.fdopen(config["request_fd"], "rb")
         results = os.fdopen(config["result_fd"], "wb")
+    serve(config, requests, results)
+
+
+def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.BufferedWriter) -> None:
+    """Arm the guard, wait for the start frame, load the submission and answer one request per case."""
     submission = config["submission"]
     guard = Guard(config["forbidden_functions"], config["forbidden_operators"], submission)
     torch.set_num_threads(1)

@@ -1,0 +1,165 @@
+"""The pool's server: a warm process that forks one walled-in child per submission.
+
+It runs inside bubblewrap (grader/isolation.py, pool server flavour: no writable folder, a seccomp
+filter that still allows the namespaces and mounts its children build), imports torch and warms
+the runtime guard once, then waits on its control socket. For each "spawn" message it receives
+the child's descriptors (requests, results, stdout, stderr and a sealed memfd holding the
+submission) and forks; the child walls itself in (walls.py), takes the limits and the strict
+seccomp filter, says so on a private pipe, then serves the grader exactly as a single child does
+(runner.serve). The server answers "spawned" only once the child is walled in (else "failed"),
+and "exited" with its status when it ends. It never reads what a child sends the grader, and no
+child can reach it (another pid namespace; it is non-dumpable).
+
+Control messages are JSON in SOCK_SEQPACKET datagrams, one message each, descriptors attached.
+"""
+
+import array
+import json
+import os
+import select
+import socket
+import sys
+import traceback
+from typing import Any
+
+from . import runner, walls
+
+MAX_CONTROL_BYTES = 1 << 16
+SPAWN_FDS = ("requests", "results", "stdout", "stderr", "source")
+READY = b"walled"
+WALL_SECONDS = 30  # walling in takes milliseconds; a child that has not said so by then is killed
+EXIT_WALLS_FAILED = 71  # the child could not wall itself in: it ran nothing of the submission
+
+
+def send(control: socket.socket, message: dict[str, Any]) -> None:
+    control.send(json.dumps(message).encode())
+
+
+def receive(control: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
+    """The next control message and its descriptors; (None, []) when the grader has gone."""
+    fds = array.array("i")
+    data, ancillary, _, _ = control.recvmsg(MAX_CONTROL_BYTES, socket.CMSG_SPACE(len(SPAWN_FDS) * fds.itemsize))
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    if not data:
+        return None, list(fds)
+    return json.loads(data), list(fds)
+
+
+def _keep_only(fds: dict[str, int], ready: int) -> None:
+    """Put stdio in place and close every other descriptor the server held (its control socket
+    above all), so the child holds nothing of the server's or of its siblings'."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(fds["stdout"], 1)
+    os.dup2(fds["stderr"], 2)
+    keep = {0, 1, 2, fds["requests"], fds["results"], fds["source"], ready}
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _child(config: dict[str, Any], message: dict[str, Any], fds: dict[str, int], ready: int) -> None:
+    """In the forked child: wall in, then serve the grader; never returns."""
+    try:
+        _keep_only(fds, ready)
+        filename = os.path.basename(message["filename"])
+        walls.wall_in(config["tmp_mib"], config["shm_mib"], config["submission_dir"], filename, fds["source"], {fds["requests"], fds["results"], ready})
+        walls.apply_limits(config["limits"])
+        walls.install_seccomp(bytes.fromhex(config["seccomp"]))
+        os.write(ready, READY)
+        os.close(ready)
+    except BaseException:  # noqa: BLE001 - nothing of the submission has run: say why and stop
+        try:
+            os.write(ready, traceback.format_exc().encode()[-4000:])
+        finally:
+            os._exit(EXIT_WALLS_FAILED)
+    try:
+        runner.unbuffered_output()
+        requests, results = os.fdopen(fds["requests"], "rb"), os.fdopen(fds["results"], "wb")
+        child_config = config["runner"] | {"submission": f"{config['submission_dir']}/{filename}", "request_fd": fds["requests"], "result_fd": fds["results"]}
+        sys.argv = ["-c", sys.argv[1], json.dumps(child_config)]  # what a single child's sys.argv holds
+        runner.serve(child_config, requests, results)
+        code = 0
+    except SystemExit as end:  # as the interpreter would end a single child
+        code = end.code if isinstance(end.code, int) else 1
+    except BaseException:  # noqa: BLE001 - as an uncaught exception ends a single child
+        traceback.print_exc()
+        code = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def _wait_walled(ready: int) -> str:
+    """'' once the child says it is walled in; else why not."""
+    said = b""
+    while True:
+        readable, _, _ = select.select([ready], [], [], WALL_SECONDS)
+        if not readable:
+            return f"the child did not wall itself in within {WALL_SECONDS} s"
+        chunk = os.read(ready, 4096)
+        if not chunk:
+            return said.decode(errors="replace") or "the child ended while walling itself in"
+        said += chunk
+        if said == READY:
+            return ""
+
+
+def _spawn(config: dict[str, Any], control: socket.socket, message: dict[str, Any], received: list[int], children: dict[int, tuple[int, int]]) -> None:
+    if len(received) != len(SPAWN_FDS) or message.get("kind") != "spawn":
+        for fd in received:
+            os.close(fd)
+        send(control, {"kind": "failed", "id": message.get("id"), "why": f"a spawn needs {len(SPAWN_FDS)} descriptors, it came with {len(received)}"})
+        return
+    fds = dict(zip(SPAWN_FDS, received, strict=True))
+    ready_read, ready_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(ready_read)
+        _child(config, message, fds, ready_write)
+    os.close(ready_write)
+    for fd in received:  # the child has its copies
+        os.close(fd)
+    why = _wait_walled(ready_read)
+    os.close(ready_read)
+    children[os.pidfd_open(pid)] = (pid, message["id"])
+    if why:
+        os.kill(pid, 9)
+        send(control, {"kind": "failed", "id": message["id"], "why": why})
+    else:
+        send(control, {"kind": "spawned", "id": message["id"], "pid": pid})
+
+
+def _reap(control: socket.socket, pidfd: int, children: dict[int, tuple[int, int]]) -> None:
+    pid, spawn_id = children.pop(pidfd)
+    os.close(pidfd)
+    _, status = os.waitpid(pid, 0)
+    send(control, {"kind": "exited", "id": spawn_id, "returncode": os.waitstatus_to_exitcode(status)})
+
+
+def main(argv: list[str]) -> None:
+    config = json.loads(argv[0])
+    control = socket.socket(fileno=config["control_fd"])
+    walls.make_undumpable()  # no child may read the server's memory through /proc
+    runner.warm_up(config["runner"])
+    send(control, {"kind": "ready"})
+    children: dict[int, tuple[int, int]] = {}  # pidfd -> (pid, spawn id)
+    while True:
+        readable, _, _ = select.select([control, *children], [], [])
+        for fd in readable:
+            if fd in children:
+                _reap(control, fd, children)
+        if control not in readable:
+            continue
+        message, received = receive(control)
+        if message is None:  # the grader has gone: so do we (bubblewrap kills the children with us)
+            return
+        _spawn(config, control, message, received, children)

@@ -1,0 +1,198 @@
+"""Walls a forked child builds around itself inside the pool's sandbox, before it runs a submission.
+
+The pool's server (server.py) runs inside bubblewrap with torch imported and forks one child per
+submission. A fork shares everything with its siblings and the server until it walls itself in.
+Three processes come of one spawn, the last of which runs the submission:
+
+    outer  (in the server's namespaces)  unshares user, mount, pid, ipc, uts and network namespaces,
+           forks the init, and ends as the init ends;
+    init   (pid 1 of the new pid namespace)  mounts a private, size-capped /tmp and /dev/shm and a
+           read-only folder holding the submission, forks the runner, reaps, and ends as it ends
+           (status, or 128 + the signal, as bubblewrap reports it); when the init dies, the kernel
+           kills everything in its namespace;
+    runner (pid 2, as under bubblewrap)  drops every capability, sets no_new_privs, makes itself
+           non-dumpable, takes the limits and the strict seccomp filter, then serves the grader.
+
+So a submission cannot signal the server or a sibling (they are outside its pid namespace), nor
+reach their abstract sockets or System V IPC, nor see their /tmp; their /proc memory, descriptors,
+environment and roots are closed to it (non-dumpable); it cannot unmount or mount anything (no
+capabilities, and seccomp refuses it), nor make a further user namespace (seccomp refuses unshare
+and clone with namespace flags). The server's /proc stays mounted (the kernel refuses a fresh one
+under bubblewrap's masked /proc), so a child can list the pool's process ids and command lines,
+which hold nothing secret.
+
+Only the standard library and system calls through ctypes: this runs in the child before any
+submission code, and a failure here means the submission must not run at all (WallError).
+"""
+
+import ctypes
+import os
+import resource
+import signal
+from typing import Any
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x2, 0x4, 0x20, 0x1000, 0x4000, 0x40000
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 22, 24, 38
+SECCOMP_MODE_FILTER = 2
+CAPABILITY_VERSION_3 = 0x20080522
+INNER_ID = 1000  # the child's uid and gid inside its own user namespace: not root there
+MIB = 1 << 20
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+
+class WallError(OSError):
+    """A wall could not be built: the submission must not run."""
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        code = ctypes.get_errno()
+        raise WallError(code, f"{what}: {os.strerror(code)}")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def drop_capabilities() -> None:
+    """Empty the bounding set (as bwrap --cap-drop ALL does), then clear the effective, permitted
+    and inheritable sets, and the ambient set with them; no_new_privs keeps them cleared."""
+    with open("/proc/sys/kernel/cap_last_cap") as f:
+        last = int(f.read())
+    for cap in range(last + 1):
+        _check(_libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"dropping capability {cap} from the bounding set")
+    header, data = _CapHeader(CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    _check(_libc.capset(ctypes.byref(header), data), "capset")
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
+def make_undumpable() -> None:
+    _check(_libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "dumpable")
+
+
+def install_seccomp(program: bytes) -> None:
+    """Load a classic BPF seccomp program (libseccomp's export, as bubblewrap's --seccomp takes it).
+    Needs no_new_privs; filters stack, so it adds to the server's and cannot be removed."""
+    if not program or len(program) % 8:
+        raise WallError(0, "seccomp: no valid filter program was given")
+    code = ctypes.create_string_buffer(program, len(program))
+    fprog = _SockFprog(len(program) // 8, ctypes.addressof(code))
+    _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0), "seccomp")
+
+
+def _map_ids(outer_uid: int, outer_gid: int) -> None:
+    with open("/proc/self/setgroups", "w") as f:
+        f.write("deny")
+    with open("/proc/self/uid_map", "w") as f:
+        f.write(f"{INNER_ID} {outer_uid} 1")
+    with open("/proc/self/gid_map", "w") as f:
+        f.write(f"{INNER_ID} {outer_gid} 1")
+
+
+def _status_of(pid: int) -> int:
+    """Wait for `pid`; its exit status as bubblewrap reports one: the code, or 128 + the signal."""
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except InterruptedError:
+            continue
+        if os.WIFEXITED(status) or os.WIFSIGNALED(status):
+            return os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+
+
+def _init(runner: int) -> None:
+    """pid 1 of the namespace: reap everything, end with the runner's status (never returns)."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(70)
+        if pid == runner:
+            os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGKILL when the parent dies. parent 0: it is outside our pid namespace (getppid() says 0);
+    it is the outer process, which ends only after us, or with the whole pool."""
+    _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent-death signal")
+    if os.getppid() != parent:  # it died before the line above
+        os._exit(70)
+
+
+def _private_tmpfs(folder: str, mib: int, mode: str = "1777") -> None:
+    options = f"size={mib}m,mode={mode},uid={INNER_ID},gid={INNER_ID}".encode()
+    _check(_libc.mount(b"tmpfs", folder.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options), f"private {folder}")
+
+
+def wall_in(tmp_mib: int, shm_mib: int, submission_dir: str, filename: str, source_fd: int, keep_fds: set[int]) -> None:
+    """Call in a freshly forked child of the server; returns in the runner (see the module's
+    docstring) with the submission at submission_dir/filename, read-only, in a private folder,
+    and the current directory in its private /tmp. The other two processes never return. Only the
+    runner keeps keep_fds; the source descriptor is closed everywhere."""
+    outer_uid, outer_gid = os.getuid(), os.getgid()
+    make_undumpable()
+    flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET
+    _check(_libc.unshare(flags), "unshare")
+    _map_ids(outer_uid, outer_gid)
+    init = os.fork()  # the new pid namespace holds only the children of this process
+    if init:
+        _close(keep_fds | {source_fd})
+        os._exit(_status_of(init))
+    _die_with_parent(0)
+    _check(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "private mounts")
+    _private_tmpfs("/tmp", tmp_mib)
+    _private_tmpfs("/dev/shm", shm_mib)
+    _private_tmpfs(submission_dir, 1, "0755")
+    path = os.path.join(submission_dir, filename)
+    with os.fdopen(source_fd, "rb") as source, open(path, "xb") as target:
+        target.write(source.read())
+    os.chmod(path, 0o444)
+    remount = MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
+    _check(_libc.mount(None, submission_dir.encode(), None, remount, None), "read-only submission folder")
+    runner = os.fork()
+    if runner:
+        _close(keep_fds)
+        drop_capabilities()
+        _init(runner)
+    _die_with_parent(1)
+    os.chdir("/tmp")  # the private one: the server's /tmp must not stay reachable as "."
+    os.setsid()
+    drop_capabilities()
+    make_undumpable()
+
+
+def _close(fds: set[int]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def apply_limits(limits: dict[str, Any]) -> None:
+    """The rlimits a single child gets (grader/isolation.py apply_limits_in_child); CPU time of the
+    whole tree, memory and processes are also held from outside, by the child's cgroup."""
+    resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_seconds"], limits["cpu_seconds"] + 1))
+    resource.setrlimit(resource.RLIMIT_AS, (limits["memory_mib"] * MIB,) * 2)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_mib"] * MIB,) * 2)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits["open_files"],) * 2)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

@@ -1,0 +1,414 @@
+"""A warm pool: one sandboxed server with torch imported forks a walled-in child per submission.
+
+The server (grader/child/server.py) runs behind bubblewrap, like a single child, but with nothing
+writable and with the nested namespaces its children need; each child walls itself in before any
+submission code runs (grader/child/walls.py: its own user, mount, pid, ipc, uts and network
+namespaces, private /tmp and /dev/shm, no capabilities, non-dumpable, the rlimits, then a seccomp
+filter that also refuses any further namespace). Here, on the grader's side, every child gets its
+own pipes and its own cgroup (memory, pids, CPU accounting), which it is put in before it is sent
+the start frame, and it is watched and killed as a single child is (SIGKILL of its pid namespace's
+init, through a pidfd, and of its cgroup). So a submission graded through the pool keeps every wall
+of a single grading, and pays neither a Python start nor `import torch` nor the guard's warm-up.
+
+The pool is used only where all of that holds (pool_problem); elsewhere a batch starts a child per
+submission as before. If the server dies (no submission can reach it), the gradings it held are
+graded again with a child of their own, and the next spawn starts a new server.
+"""
+
+import fcntl
+import json
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from grader import isolation
+from grader.sandbox import CHILD_PACKAGE, CappedBuffer, Child, Exit
+from grader.spec import Spec
+
+SERVER_BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv[1]); from child.server import main; main(sys.argv[2:])"
+START_SECONDS = 180  # importing torch and warming the guard, on a loaded machine
+SPAWN_SECONDS = 60  # a fork and a few system calls; generous for a loaded machine
+FIND_SECONDS = 10
+SERVER_LOG_BYTES = 16384
+
+
+class PoolError(Exception):
+    """The pool could not give a child (no submission code ran): grade with a child of its own."""
+
+
+class ServerLost(Exception):
+    """The pool's server died while a submission was graded: its verdict cannot be trusted."""
+
+
+def pool_problem(backend: str) -> str | None:
+    """Why the warm pool cannot keep every wall of a single child here, or None when it can."""
+    if backend != "bubblewrap":
+        return f"the {backend} backend starts a child per submission (the warm pool runs under bubblewrap only)"
+    if not isolation.bubblewrap_works():
+        return "bubblewrap does not work here"
+    if isolation.seccomp_program("pool_child") is None or isolation.seccomp_program("pool_server") is None:
+        return "the pool needs libseccomp (pyseccomp) to refuse nested namespaces in its children"
+    for prefix in {sys.base_prefix, sys.prefix}:
+        if Path(prefix).resolve().is_relative_to("/tmp") or Path(prefix).resolve().is_relative_to("/dev/shm"):
+            return f"the Python installation {prefix} lies under /tmp or /dev/shm, which each pool child replaces with its own"
+    return None
+
+
+def _nspids(pid: int) -> list[int]:
+    """The pid of `pid` in each pid namespace it belongs to, ours first."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("NSpid:"):
+                return [int(n) for n in line.split()[1:]]
+    except (OSError, ValueError):
+        pass
+    return []
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                found += [int(p) for p in (task / "children").read_text().split()]
+            except (OSError, ValueError):
+                pass
+    except OSError:
+        pass
+    return found
+
+
+OUR_DEPTH = len(_nspids(os.getpid())) or 1
+
+
+def _find(parents: list[int], depth: int, inner: int) -> int | None:
+    """Among the children of `parents`, the process `depth` pid namespaces below ours whose pid in
+    its innermost namespace is `inner`."""
+    for parent in parents:
+        for pid in _children(parent):
+            ids = _nspids(pid)
+            if len(ids) == OUR_DEPTH + depth and ids[-1] == inner:
+                return pid
+    return None
+
+
+def _wait_for(what: str, find: Any) -> int:
+    deadline = time.monotonic() + FIND_SECONDS
+    while (pid := find()) is None:
+        if time.monotonic() > deadline:
+            raise PoolError(f"the pool's {what} could not be found")
+        time.sleep(0.002)
+    return pid
+
+
+class WarmPool:
+    """One server, started at once and waited for at the first spawn(), which gives a walled-in
+    child per submission; close() ends it all."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        limits = spec.limits
+        self.limits = {name: getattr(limits, name) for name in ("cpu_seconds", "memory_mib", "file_size_mib", "open_files")}
+        self._lock = threading.Lock()
+        self._next_id = 0
+        self._replies: dict[int, queue.Queue] = {}
+        self.server: subprocess.Popen | None = None
+        self.generation = 0  # how many servers were started: a child knows which one holds it
+        self.log = CappedBuffer(SERVER_LOG_BYTES)
+        self.broken = ""  # why the server cannot be started: every child is then a child of its own
+        self._workdir = tempfile.TemporaryDirectory(prefix="mlm-grader-pool-")
+        shutil.copytree(CHILD_PACKAGE, Path(self._workdir.name) / "kit" / "child", ignore=shutil.ignore_patterns("__pycache__"))
+        self._start()
+
+    # -- the server -------------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        self.generation += 1
+        self.control, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        runner_config = Child.child_config(self.spec, "")
+        del runner_config["submission"]
+        config = {
+            "control_fd": server_end.fileno(),
+            "runner": runner_config,
+            "limits": self.limits,
+            "tmp_mib": isolation.TMPFS_MIB,
+            "shm_mib": isolation.SHM_MIB,
+            "submission_dir": isolation.SANDBOX_SUBMISSION,
+            "seccomp": isolation.seccomp_program("pool_child").hex(),
+        }
+        seccomp = isolation.seccomp_fd("pool_server")
+        command = [sys.executable, "-I", "-c", SERVER_BOOTSTRAP, isolation.SANDBOX_KIT, json.dumps(config)]
+        argv = isolation.bubblewrap_command(command, Path(self._workdir.name) / "kit", None, seccomp)
+        env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        self.server = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            pass_fds=[server_end.fileno(), seccomp],
+            env=env,
+            cwd=self._workdir.name,
+            start_new_session=True,
+        )
+        server_end.close()
+        os.close(seccomp)
+        threading.Thread(target=self.log.drain, args=(self.server.stderr,), daemon=True).start()
+        self._ready: queue.Queue = queue.Queue()
+        self.server_pid = 0  # known once the server is ready (_wait_ready)
+        threading.Thread(target=self._read_control, args=(self.control, self._ready, self.generation), daemon=True).start()
+
+    def _wait_ready(self) -> None:
+        """Under the lock: the server is ready, started again if it died; PoolError if it cannot be."""
+        if self.broken:
+            raise PoolError(self.broken)
+        if self.server_pid and self.alive():
+            return
+        if self.server_pid:  # it was ready once and has died since: a new one
+            self._stop_server()
+            self._start()
+        try:
+            message = self._ready.get(timeout=START_SECONDS)
+        except queue.Empty:
+            message = {"kind": "server_gone"}
+        if message.get("kind") != "ready":
+            self._stop_server()
+            self.broken = f"the pool's server did not start: {self.log.text()[-2000:] or 'no output'}"
+            raise PoolError(self.broken)
+        self.server_pid = _wait_for("server", lambda: self._find_server(self.server.pid))
+
+    @staticmethod
+    def _find_server(bwrap: int) -> int | None:
+        """bubblewrap's init is pid 1 of its namespace and the server pid 2."""
+        frontier = [bwrap]
+        while frontier:
+            pid = frontier.pop()
+            ids = _nspids(pid)
+            if len(ids) == OUR_DEPTH + 1 and ids[-1] == 2:
+                return pid
+            frontier += _children(pid)
+        return None
+
+    def _read_control(self, control: socket.socket, ready: queue.Queue, generation: int) -> None:
+        while True:
+            try:
+                data = control.recv(1 << 16)
+            except OSError:
+                data = b""
+            try:
+                message = json.loads(data) if data else {"kind": "server_gone"}
+            except ValueError:
+                message = {"kind": "server_gone"}  # the server never sends anything else
+            if message.get("kind") in ("ready", "server_gone"):
+                ready.put(message)
+            if message.get("kind") == "server_gone":
+                with self._lock:
+                    for replies in self._replies.values():
+                        if replies.generation == generation:
+                            replies.put(message)
+                return
+            with self._lock:
+                replies = self._replies.get(message.get("id"))
+            if replies is not None:
+                replies.put(message)
+
+    def alive(self) -> bool:
+        return self.server is not None and self.server.poll() is None
+
+    def _stop_server(self) -> None:
+        try:
+            self.control.close()
+        except OSError:
+            pass
+        if self.server is not None:
+            try:
+                os.killpg(self.server.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.server.wait()
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop_server()
+        self._workdir.cleanup()
+
+    # -- children ---------------------------------------------------------------------------------
+
+    def start_child(self, workdir: Path, source: bytes, filename: str, spec: Spec, backend: str) -> "PoolChild":
+        """judge.grade's `start`: a child of this pool in place of a child of its own."""
+        return PoolChild(self, source, filename, spec)
+
+    def spawn(self, filename: str, source: bytes, fds: list[int]) -> tuple[int, "_Replies", list[int]]:
+        """A walled-in child on the descriptors `fds` (its ends of requests, results, stdout,
+        stderr): its spawn id, the queue its "exited" message will arrive on, and the host pids
+        of its outer process, its namespace's init and its runner."""
+        memfd = os.memfd_create("mlm-grader-submission", os.MFD_ALLOW_SEALING | os.MFD_CLOEXEC)
+        try:
+            os.write(memfd, source)
+            os.lseek(memfd, 0, os.SEEK_SET)
+            fcntl.fcntl(memfd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+            with self._lock:
+                self._wait_ready()
+                self._next_id += 1
+                spawn_id = self._next_id
+                replies = _Replies(self.generation)
+                self._replies[spawn_id] = replies
+                message = {"kind": "spawn", "id": spawn_id, "filename": filename}
+                try:
+                    socket.send_fds(self.control, [json.dumps(message).encode()], [*fds, memfd])
+                except OSError as error:
+                    raise PoolError(f"the pool's server could not be reached ({error.strerror})") from None
+                server_pid = self.server_pid
+        finally:
+            os.close(memfd)
+        try:
+            reply = replies.get(timeout=SPAWN_SECONDS)
+        except queue.Empty:
+            reply = {"kind": "failed", "why": f"no answer within {SPAWN_SECONDS} s"}
+        if reply.get("kind") != "spawned":
+            self.forget(spawn_id)
+            raise PoolError(f"the pool's server could not start a child: {reply.get('why', reply.get('kind'))}")
+        outer = _wait_for("child", lambda: _find([server_pid], 1, reply["pid"]))
+        init = _wait_for("child's init", lambda: _find([outer], 2, 1))
+        runner = _wait_for("child's runner", lambda: _find([init], 2, 2))
+        return spawn_id, replies, [outer, init, runner]
+
+    def forget(self, spawn_id: int) -> None:
+        with self._lock:
+            self._replies.pop(spawn_id, None)
+
+
+class _Replies(queue.Queue):
+    def __init__(self, generation: int) -> None:
+        super().__init__()
+        self.generation = generation
+
+
+class PoolChild(Child):
+    """A child of the warm pool, as the judge sees any child (grader/sandbox.py)."""
+
+    def __init__(self, pool: WarmPool, source: bytes, filename: str, spec: Spec) -> None:
+        super().__init__(spec)
+        self.pool = pool
+        self.server_lost = False
+        self.returncode: int | None = None
+        self.cgroup = isolation.Cgroup.create(spec.limits, Path(filename).stem)
+        self.isolation = isolation.describe("bubblewrap", self.cgroup, spec.limits) + (
+            "; warm pool (forked from a sandboxed server with torch imported, then walled in: its own user, pid, net, ipc, "
+            "uts and mount namespaces, private /tmp and /dev/shm, no capabilities, non-dumpable, no further namespaces)"
+        )
+        ours, theirs = [], []
+        for _ in range(4):  # requests, results, stdout, stderr
+            read, write = os.pipe2(os.O_CLOEXEC)
+            ours.append(read)
+            theirs.append(write)
+        # The child reads requests: swap that pair's ends.
+        ours[0], theirs[0] = theirs[0], ours[0]
+        self._pidfds: list[int] = []
+        try:
+            self.spawn_id, self._replies, pids = pool.spawn(filename, source, theirs)
+            for pid in pids:
+                self._pidfds.append(os.pidfd_open(pid))
+            if _find([pids[0]], 2, 1) != pids[1] or _find([pids[1]], 2, 2) != pids[2]:  # the pidfds are theirs
+                raise PoolError("the pool's child ended before it could be put in its cgroup")
+            if self.cgroup:  # before the start frame, and so before any submission code runs
+                for path in self.cgroup.join_files():
+                    for pid in pids:
+                        with open(path, "w") as f:
+                            f.write(str(pid))
+        except BaseException:
+            self._kill_pids()
+            for fd in ours + theirs + self._pidfds:
+                os.close(fd)
+            if self.cgroup:
+                self.cgroup.remove()
+            raise
+        for fd in theirs:
+            os.close(fd)
+        self.pids = pids
+        self.request_fd = ours[0]
+        os.set_blocking(self.request_fd, False)
+        self._cpu_seen: dict[tuple[int, int], float] = {}
+        self.start_threads(
+            threading.Thread(target=self.stdout.drain, args=(os.fdopen(ours[2], "rb"),), daemon=True),
+            threading.Thread(target=self.stderr.drain, args=(os.fdopen(ours[3], "rb"),), daemon=True),
+            threading.Thread(target=self._read_frames, args=(os.fdopen(ours[1], "rb"),), daemon=True),
+        )
+
+    def _kill_pids(self) -> None:
+        """SIGKILL the namespace's init (the kernel then kills everything in it) and the outer process."""
+        for pidfd in self._pidfds[1::-1]:
+            try:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            except OSError:  # ended already
+                pass
+
+    def cpu_seconds(self) -> float:
+        used = self.cgroup.cpu_seconds() if self.cgroup else None
+        if used is not None:
+            return used
+        if self.returncode is not None:
+            return self.cpu_used
+        return isolation.process_tree_cpu_seconds(self.pids[1], self._cpu_seen)
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            self.killed_by_grader = True
+        self._kill_pids()
+
+    def _wait(self, seconds: float) -> bool:
+        """Wait for the server's "exited" message; False if it did not come in time."""
+        if self.returncode is not None:
+            return True
+        if self.server_lost:
+            raise ServerLost("the pool's server ended while a submission was graded")
+        try:
+            message = self._replies.get(timeout=max(0.0, seconds))
+        except queue.Empty:
+            return False
+        if message.get("kind") == "exited":
+            self.returncode = int(message["returncode"])
+            self.pool.forget(self.spawn_id)
+            return True
+        self.server_lost = True  # the server died first: how the child ended is not known
+        raise ServerLost("the pool's server ended while a submission was graded")
+
+    def exit(self, wait_seconds: float = 5.0) -> Exit:
+        if not self._wait(wait_seconds):
+            self.kill()
+            if not self._wait(60):
+                raise ServerLost("the pool's server did not report how a child ended")
+        returncode = self.returncode
+        if 128 < returncode <= 128 + 64:
+            returncode = -(returncode - 128)  # the init reports a runner killed by signal N as 128 + N, as bwrap does
+        cpu = max(self.cpu_seconds(), self.cpu_used)
+        oom = self.cgroup.oom_kills() if self.cgroup else 0
+        pids = self.cgroup.pids_limit_hits() if self.cgroup else 0
+        return Exit(returncode, self.killed_by_grader, cpu, oom, pids, self.limit_reached)
+
+    def close(self) -> None:
+        self.kill()
+        try:
+            if not self._wait(10):
+                self.server_lost = True
+        except ServerLost:
+            pass
+        if self.cgroup:
+            self.cgroup.remove()
+        for thread in self._threads:
+            thread.join(timeout=2)
+        for fd in [self.request_fd, *self._pidfds]:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.pool.forget(self.spawn_id)

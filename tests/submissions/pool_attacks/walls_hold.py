@@ -1,0 +1,54 @@
+"""Pool attack: looks at its own walls from inside and tries to get out of them (a new user or
+mount namespace, a mount, an unmount of its /tmp, a network socket); prints what it found as one
+JSON line (the test compares the limits with the spec) and fails the grading if any wall is missing."""
+
+import ctypes
+import json
+import os
+import resource
+import socket
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+problems = []
+status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines() if ":" in line)
+for field in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+    if int(status[field], 16):
+        problems.append(f"{field} {status[field].strip()}")
+if status["NoNewPrivs"].strip() != "1" or status["Seccomp"].strip() != "2":
+    problems.append(f"no_new_privs {status['NoNewPrivs'].strip()}, seccomp {status['Seccomp'].strip()}")
+if libc.prctl(3, 0, 0, 0, 0) != 0:  # PR_GET_DUMPABLE
+    problems.append("dumpable")
+for name, flag in (("user", 0x10000000), ("mount", 0x00020000), ("pid", 0x20000000), ("network", 0x40000000)):
+    if libc.unshare(flag) == 0:
+        problems.append(f"made a new {name} namespace")
+if libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0, None) == 0 or libc.umount2(b"/tmp", 2) == 0:
+    problems.append("mounted or unmounted /tmp")
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
+    problems.append("opened a network socket")
+except OSError:
+    pass
+try:
+    open(__file__, "a").close()
+    problems.append("could write to its own file")
+except OSError:
+    pass
+if problems:
+    raise RuntimeError("walls missing: " + "; ".join(problems))
+
+
+def size_mib(folder):
+    info = os.statvfs(folder)
+    return info.f_blocks * info.f_frsize / (1 << 20)
+
+
+facts = {
+    "pid": os.getpid(),
+    "cwd": os.getcwd(),
+    "tmp": sorted(os.listdir("/tmp")),
+    "tmp_mib": size_mib("/tmp"),
+    "shm_mib": size_mib("/dev/shm"),
+    "limits": {name: resource.getrlimit(getattr(resource, f"RLIMIT_{name}")) for name in ("CPU", "AS", "FSIZE", "NOFILE", "CORE")},
+}
+print(json.dumps(facts))

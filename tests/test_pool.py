@@ -1,0 +1,207 @@
+"""The warm pool (grader/pool.py): every wall of a single grading holds for each submission it
+grades, whatever an earlier or a neighbouring submission did to the pool.
+
+Each attack (tests/submissions/pool_attacks/) is appended to an honest solution, so that the
+attacker is accepted when its attack changes nothing; then an honest submission is graded by the
+same pool, and its verdict, the pool's server and the host are checked."""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from grader import batch, isolation, judge
+from grader.pool import WarmPool, pool_problem
+from grader.spec import load_spec
+from tests.grading import SUBMISSIONS, fast_spec
+
+pytestmark = pytest.mark.skipif(pool_problem("bubblewrap") is not None, reason=f"no warm pool here: {pool_problem('bubblewrap')}")
+
+ATTACKS = SUBMISSIONS / "pool_attacks"
+HONEST = SUBMISSIONS / "accepted" / "plain_helpers.py"
+SEED = "pool-test-secret"
+PREFIX = "pooltest_"  # names this module's files, and so their cgroups
+# Every hostile file gets its folder's verdict through the pool, walls alone, as it does alone
+# (tests/test_hostile.py, which also runs them with the static check).
+HOSTILES = sorted(f"{p.parent.name}/{p.stem}" for p in SUBMISSIONS.glob("*/hostile_*.py"))
+
+
+@pytest.fixture(scope="module")
+def spec(tmp_path_factory):
+    return load_spec(fast_spec(tmp_path_factory.mktemp("spec")))
+
+
+@pytest.fixture(scope="module")
+def prepared(spec):
+    return judge.prepare(spec, SEED)
+
+
+@pytest.fixture
+def warm(spec):
+    pool = WarmPool(spec)
+    yield pool
+    pool.close()
+
+
+def attacker(tmp_path: Path, name: str) -> Path:
+    """The attack, run at import, followed by an honest solution."""
+    path = tmp_path / f"{PREFIX}{name}.py"
+    path.write_text((ATTACKS / f"{name}.py").read_text() + "\n\n" + HONEST.read_text())
+    return path
+
+
+def honest(tmp_path: Path) -> Path:
+    path = tmp_path / f"{PREFIX}honest.py"
+    path.write_bytes(HONEST.read_bytes())
+    return path
+
+
+def grade(spec, prepared, warm, paths: list[Path], jobs: int = 1) -> dict[str, object]:
+    pool = batch.Pool(spec, SEED, jobs=jobs, backend="bubblewrap", prepared=prepared, static_check=False)
+    reports = dict(pool.map(((path.stem.removeprefix(PREFIX), path) for path in paths), warm=warm))
+    assert pool.warm_note == ""
+    return reports
+
+
+def leftover_cgroups() -> list[Path]:
+    """This module's cgroups (named after its files; other graders on the machine have their own)."""
+    root = Path("/sys/fs/cgroup")
+    return [*root.glob(f"*/mlm-grader-{PREFIX}*"), *root.glob(f"mlm-grader-{PREFIX}*")]
+
+
+def processes_with(text: bytes) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and text in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+def assert_unaffected(spec, prepared, warm, tmp_path: Path) -> None:
+    """The same server, and an honest submission graded after the attack is accepted, through the pool."""
+    generation = warm.generation
+    report = grade(spec, prepared, warm, [honest(tmp_path)])["honest"]
+    assert report.verdict == "accepted", report.message
+    assert "warm pool" in report.isolation
+    assert warm.alive() and warm.generation == generation == 1
+    assert leftover_cgroups() == []
+    assert list(Path("/tmp").glob("mlm-pool-marker*")) == [] and list(Path("/dev/shm").glob("mlm-pool-marker*")) == []
+
+
+def test_files_left_in_tmp_and_shm_are_not_seen_by_the_next_submission(spec, prepared, warm, tmp_path):
+    reports = grade(spec, prepared, warm, [attacker(tmp_path, "leave_files"), attacker(tmp_path, "find_files")])
+    assert reports["leave_files"].verdict == "accepted", reports["leave_files"].message
+    assert reports["find_files"].verdict == "accepted", reports["find_files"].message
+    assert_unaffected(spec, prepared, warm, tmp_path)
+
+
+def test_a_process_left_behind_does_not_outlive_its_grading(spec, prepared, warm, tmp_path):
+    reports = grade(spec, prepared, warm, [attacker(tmp_path, "leave_process")])
+    assert reports["leave_process"].verdict == "accepted", reports["leave_process"].message
+    assert processes_with(b"4242") == [] and processes_with(b"4243") == []
+    assert_unaffected(spec, prepared, warm, tmp_path)
+
+
+def test_signalling_every_process_it_can_name_reaches_neither_the_server_nor_a_neighbour(spec, prepared, warm, tmp_path):
+    # jobs=2: the attacker runs beside an honest submission, which it also tries to kill.
+    reports = grade(spec, prepared, warm, [attacker(tmp_path, "kill_server"), attacker(tmp_path, "victim")], jobs=2)
+    assert reports["kill_server"].verdict == "accepted", reports["kill_server"].message
+    assert reports["victim"].verdict == "accepted", reports["victim"].message
+    assert_unaffected(spec, prepared, warm, tmp_path)
+
+
+def test_a_submission_cannot_read_a_neighbours_files_memory_or_descriptors(spec, prepared, warm, tmp_path):
+    reports = grade(spec, prepared, warm, [attacker(tmp_path, "victim"), attacker(tmp_path, "spy")], jobs=2)
+    assert reports["spy"].verdict == "accepted", reports["spy"].message
+    assert reports["victim"].verdict == "accepted", reports["victim"].message
+    assert_unaffected(spec, prepared, warm, tmp_path)
+
+
+def test_each_child_has_the_walls_and_limits_of_a_single_child(spec, prepared, warm, tmp_path):
+    report = grade(spec, prepared, warm, [attacker(tmp_path, "walls_hold")])["walls_hold"]
+    assert report.verdict == "accepted", report.message
+    facts = json.loads(report.stdout.strip().splitlines()[-1])
+    limits, mib = spec.limits, 1 << 20
+    assert facts["pid"] == 2 and facts["cwd"] == "/tmp" and facts["tmp"] == []  # pid 2 of its own namespace, as under bubblewrap
+    assert facts["tmp_mib"] == isolation.TMPFS_MIB and facts["shm_mib"] == isolation.SHM_MIB
+    assert facts["limits"] == {
+        "CPU": [limits.cpu_seconds, limits.cpu_seconds + 1],
+        "AS": [limits.memory_mib * mib] * 2,
+        "FSIZE": [limits.file_size_mib * mib] * 2,
+        "NOFILE": [limits.open_files] * 2,
+        "CORE": [0, 0],
+    }
+    assert_unaffected(spec, prepared, warm, tmp_path)
+
+
+def test_hostile_files_get_their_verdicts_through_the_pool(spec, prepared, warm, tmp_path):
+    paths = []
+    for name in HOSTILES:
+        path = tmp_path / f"{PREFIX}{Path(name).name}.py"
+        path.write_bytes((SUBMISSIONS / f"{name}.py").read_bytes())
+        paths.append(path)
+    reports = grade(spec, prepared, warm, paths, jobs=2)
+    for name in HOSTILES:
+        report = reports[Path(name).name]
+        assert report.verdict == Path(name).parent.name, f"{name}: {report.message}"
+        assert "warm pool" in report.isolation
+    assert list(Path("/tmp").glob("mlm-hostile-marker*")) == []
+    assert_unaffected(spec, prepared, warm, tmp_path)
+
+
+def test_a_server_that_dies_mid_grading_is_replaced_and_the_submission_graded_again(tmp_path):
+    # The real limits: the grading is done again in a child of its own, which imports torch first.
+    spec = load_spec()
+    prepared = judge.prepare(spec, SEED)
+    with closing(WarmPool(spec)) as warm:
+        server_dies_mid_grading(spec, prepared, warm, tmp_path)
+
+
+def server_dies_mid_grading(spec, prepared, warm, tmp_path):
+    assert grade(spec, prepared, warm, [honest(tmp_path)])["honest"].verdict == "accepted"  # the server is up
+    victim = attacker(tmp_path, "victim")  # four seconds at import: time to kill the server under it
+    pool = batch.Pool(spec, SEED, jobs=1, backend="bubblewrap", prepared=prepared, static_check=False)
+    killer = threading.Timer(1.5, lambda: os.killpg(warm.server.pid, 9))
+    killer.start()
+    report = dict(pool.map([("victim", victim)], warm=warm))["victim"]
+    killer.join()
+    assert report.verdict == "accepted", report.message
+    assert "warm pool" not in report.isolation  # graded again, in a child of its own
+    assert not warm.alive()
+    report = grade(spec, prepared, warm, [honest(tmp_path)])["honest"]
+    assert report.verdict == "accepted" and "warm pool" in report.isolation
+    assert warm.generation == 2 and warm.alive()
+    assert leftover_cgroups() == []
+
+
+def test_the_pool_childs_filter_refuses_new_namespaces_but_not_a_plain_fork():
+    program = isolation.seccomp_program("pool_child")
+    probe = f"""
+import ctypes, errno, os, sys
+sys.path.insert(0, {str(Path(isolation.__file__).parent)!r})
+from child import walls
+walls._check(walls._libc.prctl(walls.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+walls.install_seccomp(bytes.fromhex({program.hex()!r}))
+libc = ctypes.CDLL(None, use_errno=True)
+results = []
+for flag in (walls.CLONE_NEWUSER, walls.CLONE_NEWNS, walls.CLONE_NEWPID, walls.CLONE_NEWNET):
+    results.append(libc.unshare(flag) == -1 and ctypes.get_errno() == errno.EPERM)
+    results.append(libc.syscall(56, flag | 17, 0, 0, 0, 0) == -1 and ctypes.get_errno() == errno.EPERM)  # clone(flag | SIGCHLD)
+pid = os.fork()
+if pid == 0:
+    os._exit(7)
+results.append(os.waitpid(pid, 0)[1] >> 8 == 7)
+print(results)
+"""
+    if os.uname().machine != "x86_64":
+        pytest.skip("the probe calls clone by its x86_64 number")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == str([True] * 9), result.stdout + result.stderr
