@@ -1,16 +1,27 @@
-"""Every file under tests/submissions/<verdict>/ gets that verdict from the command line.
+"""Every file under tests/submissions/<verdict>/ gets that verdict.
 
 The folder is the specification (as in ICPC problem packages): add a file to a folder and this
-test asserts its verdict. Forbidden routes must also be named in the message.
+test asserts its verdict. Forbidden routes must also be named in the message. The files are graded
+as a batch (grader/batch.py: the warm pool where it keeps every wall), once for the module;
+tests/test_batch.py proves that a batch gives the verdicts of the single-file command, and
+tests/test_hostile.py grades the hostile files through the command line.
 """
 
 from pathlib import Path
 
 import pytest
 
-from tests.grading import SUBMISSIONS, fast_spec, grade_json
+from grader.batch import Pool
+from grader.formats.json import to_json
+from grader.results import Verdict
+from grader.spec import load_spec
+from tests.grading import SUBMISSIONS, fast_spec
 
-FILES = sorted(p for p in SUBMISSIONS.glob("*/*.py") if not p.stem.startswith("hostile_"))  # see test_hostile.py
+# One worker grades them all (make test runs pytest with --dist loadgroup), so the batch runs once.
+pytestmark = pytest.mark.xdist_group("submission-corpus")
+
+VERDICTS = [v.value for v in Verdict if v != Verdict.GRADER_ERROR]
+FILES = sorted(p for v in VERDICTS for p in (SUBMISSIONS / v).glob("*.py") if not p.stem.startswith("hostile_"))  # hostile: test_hostile.py
 
 # What the message must name for each forbidden route (the construct, or the operator at run time).
 FORBIDDEN_NAMES = {
@@ -50,13 +61,22 @@ def test_the_corpus_is_complete():
     assert set(FORBIDDEN_NAMES) == {p.stem for p in (SUBMISSIONS / "forbidden_api").glob("*.py") if not p.stem.startswith("hostile_")}
 
 
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[Path, dict]:
+    """The JSON report of every file, graded two at a time; the time-limit files under short limits."""
+    spec = load_spec()
+    slow = [p for p in FILES if p.parent.name == "time_limit_exceeded"]
+    graded = Pool(spec, spec.default_hidden_seed, jobs=2).map((p, p) for p in FILES if p not in slow)
+    quick_spec = load_spec(fast_spec(tmp_path_factory.mktemp("spec")))
+    graded_quickly = Pool(quick_spec, quick_spec.default_hidden_seed, jobs=2).map((p, p) for p in slow)
+    return {path: to_json(report) for batch in (graded, graded_quickly) for path, report in batch}
+
+
 @pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_file_gets_its_folders_verdict(path: Path, tmp_path: Path):
+def test_file_gets_its_folders_verdict(path: Path, reports: dict[Path, dict]):
     expected = path.parent.name
-    extra = ["--spec", str(fast_spec(tmp_path))] if expected == "time_limit_exceeded" else []
-    report, status = grade_json(str(path), *extra)
+    report = reports[path]
     assert report["verdict"] == expected, report["message"]
-    assert status == (0 if expected == "accepted" else 1)
     if expected == "forbidden_api":
         assert FORBIDDEN_NAMES[path.stem] in report["message"] or any(FORBIDDEN_NAMES[path.stem] in case["output"] for case in report["cases"]), report[
             "message"
