@@ -22,7 +22,7 @@ grade: $(VENV)/.runtime-installed
 	@$(PY) -m grader "$(SUBMISSION)" $(ARGS)
 
 test: $(VENV)/.dev-installed lint
-	$(PY) -m pytest -n 2 --dist loadgroup -q
+	$(PY) -m pytest -n 2 -q
 
 lint: $(VENV)/.dev-installed
 	$(PY) -m ruff check .

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(pool_problem("bubblewrap") is not None, reason=f
 ATTACKS = SUBMISSIONS / "pool_attacks"
 HONEST = SUBMISSIONS / "accepted" / "plain_helpers.py"
 SEED = "pool-test-secret"
-PREFIX = "pooltest_"  # names this module's files, and so their cgroups
+PREFIX = f"pooltest{os.getpid()}_"  # names this test process's files, and so their cgroups (test workers run side by side)
 # Every hostile file gets its folder's verdict through the pool, walls alone, as it does alone
 # (tests/test_hostile.py, which also runs them with the static check).
 HOSTILES = sorted(f"{p.parent.name}/{p.stem}" for p in SUBMISSIONS.glob("*/hostile_*.py"))

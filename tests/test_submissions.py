@@ -2,11 +2,14 @@
 
 The folder is the specification (as in ICPC problem packages): add a file to a folder and this
 test asserts its verdict. Forbidden routes must also be named in the message. The files are graded
-as a batch (grader/batch.py: the warm pool where it keeps every wall), once for the module;
-tests/test_batch.py proves that a batch gives the verdicts of the single-file command, and
-tests/test_hostile.py grades the hostile files through the command line.
+as one batch (grader/batch.py: through the warm pool where it keeps every wall), once for all test
+workers; tests/test_batch.py proves that a batch gives the verdicts of the single-file command,
+and tests/test_hostile.py grades the hostile files through the command line.
 """
 
+import fcntl
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -16,9 +19,6 @@ from grader.formats.json import to_json
 from grader.results import Verdict
 from grader.spec import load_spec
 from tests.grading import SUBMISSIONS, fast_spec
-
-# One worker grades them all (make test runs pytest with --dist loadgroup), so the batch runs once.
-pytestmark = pytest.mark.xdist_group("submission-corpus")
 
 VERDICTS = [v.value for v in Verdict if v != Verdict.GRADER_ERROR]
 FILES = sorted(p for v in VERDICTS for p in (SUBMISSIONS / v).glob("*.py") if not p.stem.startswith("hostile_"))  # hostile: test_hostile.py
@@ -61,21 +61,41 @@ def test_the_corpus_is_complete():
     assert set(FORBIDDEN_NAMES) == {p.stem for p in (SUBMISSIONS / "forbidden_api").glob("*.py") if not p.stem.startswith("hostile_")}
 
 
-@pytest.fixture(scope="module")
-def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[Path, dict]:
+def name(path: Path) -> str:
+    return f"{path.parent.name}/{path.name}"
+
+
+def grade_corpus(spec_folder: Path) -> dict[str, dict]:
     """The JSON report of every file, graded two at a time; the time-limit files under short limits."""
     spec = load_spec()
     slow = [p for p in FILES if p.parent.name == "time_limit_exceeded"]
-    graded = Pool(spec, spec.default_hidden_seed, jobs=2).map((p, p) for p in FILES if p not in slow)
-    quick_spec = load_spec(fast_spec(tmp_path_factory.mktemp("spec")))
-    graded_quickly = Pool(quick_spec, quick_spec.default_hidden_seed, jobs=2).map((p, p) for p in slow)
-    return {path: to_json(report) for batch in (graded, graded_quickly) for path, report in batch}
+    graded = Pool(spec, spec.default_hidden_seed, jobs=2).map((name(p), p) for p in FILES if p not in slow)
+    quick_spec = load_spec(fast_spec(spec_folder))
+    graded_quickly = Pool(quick_spec, quick_spec.default_hidden_seed, jobs=2).map((name(p), p) for p in slow)
+    return {key: to_json(report) for batch in (graded, graded_quickly) for key, report in batch}
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_file_gets_its_folders_verdict(path: Path, reports: dict[Path, dict]):
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """Graded once for the whole run: the first test worker to get here grades the corpus (two at
+    a time, so the machine is busy) while the others wait for its results under a file lock."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the folder all workers' temporary folders are in
+    results = shared / "submission-corpus.json"
+    with open(shared / "submission-corpus.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not results.exists():
+            partial = results.with_suffix(".partial")
+            partial.write_text(json.dumps(grade_corpus(tmp_path_factory.mktemp("spec"))))
+            partial.rename(results)
+    return json.loads(results.read_text())
+
+
+@pytest.mark.parametrize("path", FILES, ids=name)
+def test_file_gets_its_folders_verdict(path: Path, reports: dict[str, dict]):
     expected = path.parent.name
-    report = reports[path]
+    report = reports[name(path)]
     assert report["verdict"] == expected, report["message"]
     if expected == "forbidden_api":
         assert FORBIDDEN_NAMES[path.stem] in report["message"] or any(FORBIDDEN_NAMES[path.stem] in case["output"] for case in report["cases"]), report[
