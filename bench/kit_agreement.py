@@ -2,15 +2,14 @@
 
 Builds the kit, unzips it outside the repository, and for every submission file (hostile ones
 included) compares what `python check.py FILE` says, run from the kit's folder, with the grader's
-own verdict on the public cases (`python -m grader batch --public`, through the warm pool where it
-keeps every wall). A file agrees when check.py exits 0 exactly where the grader accepts the
+own verdict on the public cases (what `python -m grader --public` gives, graded here as a batch,
+through the warm pool where it keeps every wall). A file agrees when check.py exits 0 exactly where the grader accepts the
 public cases, and otherwise prints the grader's verdict. Too slow for the test suite, which checks a
 sample (tests/test_kit.py). Usage:
 
     .venv/bin/python bench/kit_agreement.py [JOBS]
 """
 
-import json
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "tests" / "submissions"
+sys.path.insert(0, str(ROOT))
+
+from grader.batch import Pool  # noqa: E402
+from grader.spec import load_spec  # noqa: E402
+
 VERDICTS = ("accepted", "wrong_answer", "forbidden_api", "compile_error", "invalid_submission", "runtime_error", "time_limit_exceeded", "memory_limit_exceeded")
 
 
@@ -32,14 +36,9 @@ def main(jobs: int) -> int:
         with zipfile.ZipFile(zipped) as archive:
             archive.extractall(folder)
         kit = folder / "mlm-tied-head-kit"
-        results = folder / "grader.jsonl"
-        subprocess.run(
-            [sys.executable, "-m", "grader", "batch", *map(str, files), "--public", "--allow-default-seed", "--jobs", str(jobs), "--out", str(results)],
-            cwd=ROOT,
-            check=True,
-            capture_output=True,
-        )
-        grader = {line["id"]: line["verdict"] for line in map(json.loads, results.read_text().splitlines())}
+        spec = load_spec()
+        public = Pool(spec, spec.default_hidden_seed, jobs=jobs, public_only=True)  # as `python -m grader --public` grades
+        grader = {path: report.verdict.value for path, report in public.map((path, path) for path in files)}
 
         def check(path: Path) -> subprocess.CompletedProcess:
             return subprocess.run([sys.executable, "check.py", str(path)], cwd=kit, capture_output=True, text=True, timeout=600, env={"PATH": "/usr/bin:/bin"})
@@ -48,7 +47,7 @@ def main(jobs: int) -> int:
             checked = list(pool.map(check, files))
     disagree = []
     for path, run in zip(files, checked, strict=True):
-        verdict = grader[path.stem]
+        verdict = grader[path]
         agrees = run.returncode == 0 if verdict == "accepted" else run.returncode == 1 and f"Verdict:    {verdict.upper()} (public cases only)" in run.stdout
         if not agrees:
             disagree.append(f"{path.parent.name}/{path.name}: grader {verdict}, check.py exit {run.returncode}: {(run.stdout + run.stderr)[-300:]!r}")
