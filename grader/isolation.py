@@ -55,6 +55,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.child import walls
 from grader.spec import Limits
 
 MIB = 1 << 20
@@ -529,11 +530,7 @@ def apply_limits_in_child(limits: Limits, cgroup_files: list[str], max_processes
     for path in cgroup_files:
         with open(path, "w") as f:
             f.write(str(os.getpid()))
-    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))  # SIGXCPU, then SIGKILL
-    resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mib * MIB,) * 2)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_mib * MIB,) * 2)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files,) * 2)
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    walls.apply_limits(limits.cpu_seconds, limits.memory_mib, limits.file_size_mib, limits.open_files)
     if max_processes:  # counts per user: meaningful only for an unprivileged runner user
         resource.setrlimit(resource.RLIMIT_NPROC, (max_processes, max_processes))
 

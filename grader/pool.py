@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import isolation
-from grader.sandbox import CHILD_PACKAGE, CappedBuffer, Child, Exit
+from grader.sandbox import CHILD_PACKAGE, CappedBuffer, Child, Exit, child_environment
 from grader.spec import Spec
 
 SERVER_BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv[1]); from child.server import main; main(sys.argv[2:])"
@@ -148,15 +148,13 @@ class WarmPool:
         seccomp = isolation.seccomp_fd("pool_server")
         command = [sys.executable, "-I", "-c", SERVER_BOOTSTRAP, isolation.SANDBOX_KIT, json.dumps(config)]
         argv = isolation.bubblewrap_command(command, Path(self._workdir.name) / "kit", None, seccomp)
-        env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
         self.server = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             pass_fds=[server_end.fileno(), seccomp],
-            env=env,
+            env=child_environment("/tmp"),
             cwd=self._workdir.name,
             start_new_session=True,
         )
@@ -184,19 +182,9 @@ class WarmPool:
             self._stop_server()
             self.broken = f"the pool's server did not start: {self.log.text()[-2000:] or 'no output'}"
             raise PoolError(self.broken)
-        self.server_pid = _wait_for("server", lambda: self._find_server(self.server.pid))
-
-    @staticmethod
-    def _find_server(bwrap: int) -> int | None:
-        """bubblewrap's init is pid 1 of its namespace and the server pid 2."""
-        frontier = [bwrap]
-        while frontier:
-            pid = frontier.pop()
-            ids = _nspids(pid)
-            if len(ids) == OUR_DEPTH + 1 and ids[-1] == 2:
-                return pid
-            frontier += _children(pid)
-        return None
+        # bubblewrap's init is pid 1 of its namespace and the server pid 2
+        init = _wait_for("server's init", lambda: _find([self.server.pid], 1, 1))
+        self.server_pid = _wait_for("server", lambda: _find([init], 1, 2))
 
     def _read_control(self, control: socket.socket, ready: queue.Queue, generation: int) -> None:
         while True:

@@ -40,6 +40,19 @@ WATCH_SECONDS = 0.1  # how often the watchdog looks at the clock and the CPU tim
 QUEUED_FRAMES = 2  # frames read ahead of the judge; the reader waits (and so does the child) beyond
 
 
+def child_environment(home: str) -> dict[str, str]:
+    """The whole environment of a child process (nothing of the grader's: the secret seed least)."""
+    return {
+        "PATH": "/usr/bin:/bin",
+        "HOME": home,
+        "TMPDIR": home,
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
+
 class ChildGone(Exception):
     """The child ended (or was ended) while we were waiting for it."""
 
@@ -330,15 +343,7 @@ class ProcessChild(Child):
         result_read, result_write = os.pipe()
         config = self.child_config(spec, f"{layout.submission}/{filename}")
         config |= {"request_fd": request_read, "result_fd": result_write}
-        env = {
-            "PATH": "/usr/bin:/bin",
-            "HOME": layout.home,
-            "TMPDIR": layout.home,
-            "LANG": "C.UTF-8",
-            "OMP_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1",
-            "PYTHONDONTWRITEBYTECODE": "1",
-        }
+        env = child_environment(layout.home)
         command = [sys.executable, "-I", "-c", BOOTSTRAP, layout.kit, json.dumps(config)]
         max_processes = None
         inherited = [request_read, result_write]

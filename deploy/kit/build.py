@@ -55,6 +55,7 @@ COPIED = (
     "grader/child/__init__.py",
     "grader/child/guard.py",
     "grader/child/runner.py",
+    "grader/child/walls.py",
     "grader/child/wire.py",
     "grader/formats/text.py",
     "grader/formats/points.py",

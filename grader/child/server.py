@@ -70,7 +70,7 @@ def _child(config: dict[str, Any], message: dict[str, Any], fds: dict[str, int],
         _keep_only(fds, ready)
         filename = os.path.basename(message["filename"])
         walls.wall_in(config["tmp_mib"], config["shm_mib"], config["submission_dir"], filename, fds["source"], {fds["requests"], fds["results"], ready})
-        walls.apply_limits(config["limits"])
+        walls.apply_limits(**config["limits"])
         walls.install_seccomp(bytes.fromhex(config["seccomp"]))
         os.write(ready, READY)
         os.close(ready)

@@ -29,7 +29,6 @@ import ctypes
 import os
 import resource
 import signal
-from typing import Any
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -188,11 +187,12 @@ def _close(fds: set[int]) -> None:
             pass
 
 
-def apply_limits(limits: dict[str, Any]) -> None:
-    """The rlimits a single child gets (grader/isolation.py apply_limits_in_child); CPU time of the
-    whole tree, memory and processes are also held from outside, by the child's cgroup."""
-    resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_seconds"], limits["cpu_seconds"] + 1))
-    resource.setrlimit(resource.RLIMIT_AS, (limits["memory_mib"] * MIB,) * 2)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_mib"] * MIB,) * 2)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (limits["open_files"],) * 2)
+def apply_limits(cpu_seconds: int, memory_mib: int, file_size_mib: int, open_files: int) -> None:
+    """The rlimits of every child, a single one (grader/isolation.py apply_limits_in_child) or the
+    pool's; CPU time of the whole tree, memory and processes are also held from outside, by the
+    child's cgroup. Only system calls: a single child runs this between fork and exec."""
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))  # SIGXCPU, then SIGKILL
+    resource.setrlimit(resource.RLIMIT_AS, (memory_mib * MIB,) * 2)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_mib * MIB,) * 2)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (open_files,) * 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
