@@ -4,24 +4,28 @@ It is armed once, before the submission is imported, and stays armed until the p
 - the forbidden ATen operators (aten._softmax, aten.native_layer_norm, aten.rms_norm, ...) get
   kernels that record and refuse, so they cannot run by any Python route, in any mode, on any thread;
 - a TorchFunctionMode sees every torch function and Tensor method by name (torch.rms_norm,
-  x.softmax, torch.ops.aten.rms_norm.default, ...);
-- a TorchDispatchMode sees every operator that really runs, and the Python frames it runs under:
-  torch's own Python decompositions (torch._refs, torch._decomp, torch._prims) and torch's Python
-  implementations of forbidden functions are refused, though they are made of honest operators;
-- both modes refuse tensor subclasses (and other objects) with their own __torch_function__ or
-  __torch_dispatch__, whose code would run where the modes do not watch;
-- no thread may start (the modes watch only the thread they are pushed on): Python's thread start
+  x.softmax, torch.ops.aten.rms_norm.default, ...) and the Python frames it is called under, and
+  refuses tensor subclasses (and other objects) with their own __torch_function__ or
+  __torch_dispatch__, among its types and its arguments, before their code runs;
+- a profile function sees every entry into torch's own Python decompositions (torch._refs,
+  torch._decomp, torch._prims) and torch's Python implementations of forbidden functions, which
+  are made of honest operators, by whatever route: from the submission, from a subclass's
+  __torch_dispatch__ (where the function mode is off), from the dispatcher;
+- no thread may start (the mode watches only the thread it is pushed on): Python's thread start
   is refused and recorded, and a seccomp filter has the kernel refuse every new thread and process,
   whatever route reaches it;
 - an audit hook, which cannot be removed, holds the record of what was found and a picture of the
   guard as armed, both out of the submission's reach (it refuses the gc calls that could find
   them). It refuses trace and profile functions and any change to the code of a protected function,
-  and on every read of the record it checks the guard against the picture: its modes alone on their
-  stacks; the names, classes, functions and instances of the guard and of the modules the runner
-  uses after a call; the modules loaded (none replaced by a fake); the refusing kernels. A change
-  is recorded as tampering.
-A forbidden use is recorded, then refused with an exception; the record is what the grader is
-told, so catching the exception does not hide it.
+  and on every read of the record it checks the guard against the picture: its mode alone on its
+  stack and no dispatch mode; the names, classes, functions and instances of the guard and of the
+  modules the runner uses after a call; the modules loaded (none replaced by a fake); the refusing
+  kernels. A change is recorded as tampering.
+There is no TorchDispatchMode: it would cost a Python call, and the wrapping of every tensor, on
+every operator that runs (most of a case's time), and each thing it would see is seen above: a
+forbidden operator by its kernel, torch's Python code by the profile function.
+A forbidden use is recorded, then refused with an exception where the layer that saw it can
+raise; the record is what the grader is told, so catching the exception does not hide it.
 
 This is the second layer: the static check keeps a submission from reaching sys.modules, torch._C
 or ctypes in the first place, and the sandbox is the security boundary. In-process checks cannot
@@ -33,7 +37,9 @@ import builtins
 import ctypes
 import errno
 import fnmatch
+import itertools
 import json
+import operator
 import os
 import platform
 import re
@@ -49,7 +55,6 @@ from typing import Any, NoReturn
 import torch
 from torch._ops import OpOverload, OpOverloadPacket
 from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
 
 TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 DECOMPOSITIONS = ("_refs", "_decomp", "_prims")  # packages of torch holding Python decompositions
@@ -134,6 +139,15 @@ def own_override(kind: type) -> str | None:
     return _qualname_of(kind)  # not a tensor at all, yet torch found an override on it
 
 
+def vector_jacobian(output: Any, wrt: list[Any], grad_output: Any) -> tuple[Any, ...]:
+    """autograd.grad(output, wrt, grad_outputs=grad_output, allow_unused=True), bitwise, taken from
+    the scalar <output, grad_output> (the product's backward hands grad_output itself, unchanged, to
+    the output): passing grad_outputs imports sympy on first use (half a second of every grading)."""
+    if tuple(output.shape) != tuple(grad_output.shape):  # a product would broadcast where autograd refuses
+        raise RuntimeError(f"Mismatch in shape: grad_output has a shape of {tuple(grad_output.shape)} and output has a shape of {tuple(output.shape)}")
+    return torch.autograd.grad((output * grad_output.to(output.dtype)).sum(), wrt, allow_unused=True)
+
+
 def judge_code(code: Any, functions: frozenset[str]) -> str:
     """Why an operation run under this code is refused ("" if it is not). Judged by the file the
     code was compiled from, which the submission cannot change on torch's own functions."""
@@ -156,7 +170,6 @@ class Guard:
         self.found: list[str] = []  # what was found (once armed, the audit hook's copy is the truth)
         self.code_verdicts: dict[Any, str] = {}  # code object -> "" or why running under it is refused
         self.function_watch = _FunctionWatch(self)
-        self.operator_watch = _OperatorWatch(self)
         self.library: Any = None  # holds the refusing kernels
         self.kernels: list[Any] = []
         self.os_refuses_threads = False  # whether the kernel refuses new threads and processes
@@ -182,6 +195,20 @@ class Guard:
                         f"the class {name}, which has its own __torch_function__ or __torch_dispatch__ "
                         "(tensor subclasses with their own __torch_dispatch__ or __torch_function__ are not allowed)"
                     )
+
+    def check_arguments(self, args: tuple, kwargs: dict | None, _type: Any = type, _tensor: Any = _Tensor, _sequences: Any = (list, tuple)) -> None:
+        """Refuse a tensor subclass with its own __torch_dispatch__ among the arguments (one level
+        into lists and tuples, as torch.cat takes them): torch leaves it out of `types` when its
+        __torch_function__ is torch's own, and its handler would run with this mode off."""
+        values = [*args, *kwargs.values()] if kwargs else args
+        for value in values:
+            kind = _type(value)
+            if kind is _tensor:
+                continue
+            if kind in _sequences:
+                self.check_arguments(value, None)
+            elif isinstance(value, _TensorBase):
+                self.check_types((kind,))
 
     def check_frames(self, frame: Any) -> None:
         """Refuse an operation run by torch's own Python code for a forbidden function; the
@@ -212,8 +239,8 @@ class Guard:
 
     @contextmanager
     def watching(self) -> Iterator[None]:
-        """Both modes for the length of a block (arm() pushes them for good)."""
-        with self.function_watch, self.operator_watch:
+        """The function mode for the length of a block (arm() pushes it for good)."""
+        with self.function_watch:
             yield
 
     def arm(self, protect: list[ModuleType]) -> None:
@@ -221,7 +248,6 @@ class Guard:
         after each call (the runner's), checked with the guard's own."""
         self.override_kernels()
         torch._C._push_on_torch_function_stack(self.function_watch)
-        torch._C._push_on_torch_dispatch_stack(self.operator_watch)
         self.warm_up()  # lazy imports and one-time set-up happen now, not in the first call
         self.refuse_threads()
         self.os_refuses_threads = refuse_new_processes()
@@ -234,12 +260,12 @@ class Guard:
             raise RuntimeError(f"the runtime guard does not hold after arming: {self.findings()}")
 
     def warm_up(self) -> None:
-        """What a case does, on a tiny tensor: the first call then finds every lazy import done
-        (autograd.grad with grad_outputs imports sympy, for one), and a full /tmp cannot fail it."""
+        """What a case does, on a tiny tensor: the first call then finds every lazy import done,
+        and a full /tmp cannot fail it."""
         x = torch.linspace(-1.0, 1.0, 6, dtype=torch.float64).view(2, 3).requires_grad_()
         y = torch.tanh(x @ x.mT).exp() / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + 1e-5)
         y = y[x.new_ones(2, dtype=torch.bool)]
-        torch.autograd.grad(y, [x], grad_outputs=torch.ones_like(y).to(y.dtype), allow_unused=True)
+        vector_jacobian(y, [x], torch.ones_like(y))
         if self.found:
             raise RuntimeError(f"the runtime guard refused its own warm-up: {self.found}")
 
@@ -328,15 +354,23 @@ def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
     bound here, in its closure: once it is installed nothing else refers to it."""
     log: list[str] = []
     entries, sizes, functions = _picture(guard, modules)
+    # Each mapping's names and values side by side, so that a read compares them in C (the reads
+    # are once a case); the names are looked for one by one only to say which was replaced.
+    grouped: dict[int, tuple[str, Any, list, list]] = {}
+    for label, mapping, key, value in entries:
+        group = grouped.setdefault(id(mapping), (label, mapping, [], []))
+        group[2].append(key)
+        group[3].append(value)
+    pictured = tuple((label, mapping, tuple(keys), tuple(values)) for label, mapping, keys, values in grouped.values())
+    any_, map_, is_not, repeat, zip_ = any, map, operator.is_not, itertools.repeat, zip
     protected = frozenset(id(function) for _, function, _ in functions)
     kernel_tables = tuple((qualified, torch._C._dispatch_dump(qualified)) for qualified in dict(guard.kernels))
     verdicts, judge, names, checked = guard.code_verdicts, judge_code, guard.functions, {}  # checked: the hook's own verdicts
-    function_watch, operator_watch = guard.function_watch, guard.operator_watch
+    function_watch = guard.function_watch
     function_stack_len, function_stack_at = torch._C._len_torch_function_stack, torch._C._get_function_stack_at
-    dispatch_stack_len, dispatch_stack_at = torch._C._len_torch_dispatch_stack, torch._C._get_dispatch_stack_at
+    dispatch_stack_len = torch._C._len_torch_dispatch_stack
     infra_mode, infra_keys = torch._C._get_dispatch_mode, tuple(torch._C._TorchDispatchModeKey.__members__.values())
     function_handling_on, function_modes_on = torch._C._is_torch_function_enabled, torch._C._is_torch_function_mode_enabled
-    key_excluded, python_keys = torch._C._dispatch_tls_is_dispatch_key_excluded, (torch._C.DispatchKey.Python, torch._C.DispatchKey.PythonTLSSnapshot)
     kernel_table, parts_of, missing, error, line_of = torch._C._dispatch_dump, _parts, _MISSING, ForbiddenAPIError, _submission_line
     current_profile, profile_parts = sys.getprofile, _parts(profile)
     count, ident, string, exception, basename, finalizing = len, id, str, Exception, os.path.basename, sys.is_finalizing
@@ -345,24 +379,24 @@ def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
     def tampering() -> str | None:
         if not (function_stack_len() == 1 and function_stack_at(0) is function_watch):
             return "its function mode is no longer alone on the torch function mode stack"
-        if not (dispatch_stack_len() == 1 and dispatch_stack_at(0) is operator_watch):
-            return "its operator mode is no longer alone on the torch dispatch mode stack"
+        if dispatch_stack_len() != 0:
+            return "a dispatch mode was pushed on the torch dispatch mode stack"
         for key in infra_keys:
             if infra_mode(key) is not None:
-                return "a dispatch mode was set in front of it"
+                return "a dispatch mode was set"
         if current_profile() is not profile or parts_of(profile) != profile_parts:
             return "its profile function was removed or changed"
         if not (function_handling_on() and function_modes_on()):
             return "torch function handling was turned off"
-        for key in python_keys:
-            if key_excluded(key):
-                return "Python dispatch was turned off"
         for label, mapping, size in sizes:
             if count(mapping) != size:
                 return f"names were added to or removed from {label}"
-        for label, mapping, key, value in entries:
-            if mapping.get(key, missing) is not value:
-                return f"{label}.{key} was replaced"
+        for label, mapping, keys, values in pictured:
+            if any_(map_(is_not, map_(mapping.get, keys, repeat(missing)), values)):
+                for key, value in zip_(keys, values):
+                    if mapping.get(key, missing) is not value:
+                        return f"{label}.{key} was replaced"
+                return f"{label} was changed"
         for label, function, parts in functions:
             if parts_of(function) != parts:
                 return f"the function {label} was changed"
@@ -442,7 +476,7 @@ def _picture(guard: Guard, modules: list[ModuleType]) -> tuple[tuple, tuple, tup
         namespace(module.__name__, vars(module))
     for module in (builtins, _thread, threading):
         namespace(module.__name__, vars(module))
-    for label, instance in (("the guard", guard), ("its function mode", guard.function_watch), ("its operator mode", guard.operator_watch)):
+    for label, instance in (("the guard", guard), ("its function mode", guard.function_watch)):
         namespace(label, vars(instance))
     for module in (json, json.encoder, json.decoder, struct):
         namespace(module.__name__, vars(module), fixed_size=False)
@@ -462,26 +496,8 @@ class _FunctionWatch(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         guard = self.guard
         guard.check_types(types)
+        guard.check_arguments(args, kwargs)
         guard.check_function(func)
-        guard.check_frames(_getframe(1))
-        return func(*args, **(kwargs or {}))
-
-
-class _OperatorWatch(TorchDispatchMode):
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        return False  # else torch wraps our handler to disable torch._dynamo, importing it (seconds)
-
-    def __init__(self, guard: Guard) -> None:
-        super().__init__()
-        self.guard = guard
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        guard = self.guard
-        guard.check_types(types)
-        name = func.overloadpacket.__name__
-        if guard.operator_forbidden(name):
-            guard.refuse(f"the operator {func.namespace}.{name}")
         guard.check_frames(_getframe(1))
         return func(*args, **(kwargs or {}))
 

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from . import wire
-from .guard import TAMPERED, Guard
+from .guard import TAMPERED, Guard, vector_jacobian
 
 wire.load_tensor_modules()  # now, while sys.modules holds the real numpy and torch
 
@@ -147,7 +147,7 @@ def _run_calls(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Te
         out = fn(*leaves.values(), num_heads)
         if isinstance(out, torch.Tensor) and out.requires_grad:
             wrt = [leaves[name] for name in differentiable]
-            grads = torch.autograd.grad(out, wrt, grad_outputs=grad_output.to(out.dtype), allow_unused=True)
+            grads = vector_jacobian(out, wrt, grad_output)
             reply["differentiable"] = True
         else:
             grads = [None] * len(differentiable)
@@ -169,9 +169,9 @@ def unbuffered_output() -> None:
 
 def warm_up(config: dict[str, Any]) -> None:
     """What the first armed call would otherwise pay for, done once in the pool's server before it
-    forks: the modes' lazy imports (torch._dynamo, about 800 modules) and torch's one-time set-up,
-    under a guard that is pushed for the warm-up only and never armed (the server must stay able
-    to fork). Each forked child arms its own guard in serve(), as a single child does."""
+    forks: the lazy imports and torch's one-time set-up, under a guard that is pushed for the
+    warm-up only and never armed (the server must stay able to fork). Each forked child arms its
+    own guard in serve(), as a single child does."""
     torch.set_num_threads(1)  # before any computation: no OpenMP threads in a process that forks
     guard = Guard(config["forbidden_functions"], config["forbidden_operators"], "")
     with guard.watching():

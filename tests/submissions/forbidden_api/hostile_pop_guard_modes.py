@@ -1,6 +1,6 @@
-"""Hostile: takes the guard's two modes off torch's mode stacks while torch's Python decomposition
-of softmax runs (no forbidden operator runs in it), then puts them back so that the stacks look
-untouched afterwards."""
+"""Hostile: takes the guard's modes off torch's mode stacks (its function mode, and a dispatch mode
+if there is one) while torch's Python decomposition of softmax runs (no forbidden operator runs in
+it), then puts them back so that the stacks look untouched afterwards."""
 
 import math
 
@@ -13,8 +13,11 @@ softmax_decomposition = T._decomp.decomposition_table[T.ops.aten._softmax.defaul
 def softmax(scores):
     if not T._C._len_torch_function_stack():  # no guard here: nothing to take off
         return softmax_decomposition(scores, -1, False)
-    with T.overrides._pop_mode_temporarily(), T.utils._python_dispatch._pop_mode_temporarily():
-        return softmax_decomposition(scores, -1, False)
+    with T.overrides._pop_mode_temporarily():
+        if not T._C._len_torch_dispatch_stack():
+            return softmax_decomposition(scores, -1, False)
+        with T.utils._python_dispatch._pop_mode_temporarily():
+            return softmax_decomposition(scores, -1, False)
 
 
 def layer_norm(x):
