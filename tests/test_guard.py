@@ -265,6 +265,8 @@ def test_a_decomposition_run_while_the_modes_are_off_is_recorded():
         ("torch._C._push_on_torch_function_stack(torch.overrides.TorchFunctionMode())", "no longer alone on the torch function mode stack"),
         ("torch._C._push_on_torch_dispatch_stack(torch.utils._python_dispatch.TorchDispatchMode())", "a dispatch mode was pushed"),
         ("guard.library._destroy()", "the kernels of aten::"),
+        ("guard.kernels[0][1].__closure__[-1].cell_contents = 'nothing'", "the function _refusing_kernel.<locals>.refuse_operator was changed"),
+        ("import torch._refs; guard.code_verdicts[torch._refs._normalize.__code__] = ''", "its verdicts on torch's Python code were changed"),
         ("runner.wire = None", "child.runner.wire was replaced"),
         ("import builtins; builtins.len = lambda obj: 0", "builtins.len was replaced"),
         ("attempt('trace', lambda: sys.settrace(lambda *a: None))", "sys.settrace"),

@@ -364,7 +364,16 @@ def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
     pictured = tuple((label, mapping, tuple(keys), tuple(values)) for label, mapping, keys, values in grouped.values())
     any_, map_, is_not, repeat, zip_ = any, map, operator.is_not, itertools.repeat, zip
     protected = frozenset(id(function) for _, function, _ in functions)
-    kernel_tables = tuple((qualified, torch._C._dispatch_dump(qualified)) for qualified in dict(guard.kernels))
+    # The same for the functions: each part of each, side by side (cells: every closure's, in order).
+    watched = tuple(function for _, function, _ in functions)
+    get_code, get_defaults, get_kwdefaults, get_closure = (operator.attrgetter(f"__{part}__") for part in ("code", "defaults", "kwdefaults", "closure"))
+    codes, defaults, kwdefaults, closures = (tuple(map(get, watched)) for get in (get_code, get_defaults, get_kwdefaults, get_closure))
+    kwdefaults_copies = tuple(dict(kw) if kw else kw for kw in kwdefaults)
+    cells = tuple(cell for closure in closures if closure for cell in closure)
+    get_contents, contents = operator.attrgetter("cell_contents"), tuple(cell.cell_contents for cell in cells)
+    kernel_names = tuple(dict(guard.kernels))
+    kernel_tables = tuple(map(torch._C._dispatch_dump, kernel_names))
+    ne = operator.ne
     verdicts, judge, names, checked = guard.code_verdicts, judge_code, guard.functions, {}  # checked: the hook's own verdicts
     function_watch = guard.function_watch
     function_stack_len, function_stack_at = torch._C._len_torch_function_stack, torch._C._get_function_stack_at
@@ -397,18 +406,31 @@ def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
                     if mapping.get(key, missing) is not value:
                         return f"{label}.{key} was replaced"
                 return f"{label} was changed"
-        for label, function, parts in functions:
-            if parts_of(function) != parts:
-                return f"the function {label} was changed"
-        for qualified, table in kernel_tables:
-            if kernel_table(qualified) != table:
-                return f"the kernels of {qualified} were changed"
-        for code, verdict in verdicts.items():
-            truth = checked.get(code)
-            if truth is None:
-                truth = checked[code] = judge(code, names)
-            if verdict != truth:
-                return "its verdicts on torch's Python code were changed"
+        if (
+            any_(map_(is_not, map_(get_code, watched), codes))
+            or any_(map_(is_not, map_(get_defaults, watched), defaults))
+            or any_(map_(is_not, map_(get_kwdefaults, watched), kwdefaults))
+            or any_(map_(ne, map_(get_kwdefaults, watched), kwdefaults_copies))
+            or any_(map_(is_not, map_(get_closure, watched), closures))
+            or any_(map_(is_not, map_(get_contents, cells), contents))
+        ):
+            for label, function, parts in functions:
+                if parts_of(function) != parts:
+                    return f"the function {label} was changed"
+            return "one of its functions was changed"
+        if any_(map_(ne, map_(kernel_table, kernel_names), kernel_tables)):
+            for qualified, table in zip_(kernel_names, kernel_tables):
+                if kernel_table(qualified) != table:
+                    return f"the kernels of {qualified} were changed"
+        # Torch's Python code met since the last read gets the hook's own verdict; then every
+        # verdict the guard holds must be the hook's (compared in C, as the dictionaries).
+        met = verdicts.keys() - checked.keys()
+        while met:  # (judging is a call, which the profile function may meet too)
+            for code in met:
+                checked[code] = judge(code, names)
+            met = verdicts.keys() - checked.keys()
+        if verdicts != checked:
+            return "its verdicts on torch's Python code were changed"
         return None
 
     # The record: each finding once per read (a case), in order, up to a bound. Reading copies it
