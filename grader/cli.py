@@ -175,6 +175,14 @@ def internal_error(error: BaseException) -> str:
     return f"internal error of the grader (not the submission's fault): {type(error).__name__}: {error}{where}"
 
 
+def unwritable_stdout(error: OSError) -> None:
+    try:
+        why = error.strerror or error
+        print(f"grader: the report could not be written to standard output ({why}); write it to a file with --output FILE", file=sys.stderr, flush=True)
+    except OSError:
+        pass
+
+
 def minimal_report(report: Report, fmt: str) -> str:
     """A report that needs nothing that could fail: the grader's own JSON fields, or three lines of text."""
     if fmt == "json":
@@ -207,7 +215,11 @@ def emit(report: Report, fmt: str, spec: Spec | None, args: argparse.Namespace) 
             rendered = minimal_report(report, fmt)
         log = None
     if args.output is None:
-        print(rendered)
+        try:
+            print(rendered, flush=True)
+        except OSError as error:  # a closed pipe, a full disk: say so, and not with a traceback
+            unwritable_stdout(error)
+            return EXIT_USAGE
     else:
         try:
             write_atomically(args.output, rendered + "\n")

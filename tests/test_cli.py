@@ -117,6 +117,17 @@ def test_a_folder_is_a_usage_error_that_points_to_batch(tmp_path):
     assert "is a folder" in result.stderr and f"python -m grader batch {tmp_path}" in result.stderr
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full, a file that is always full")
+def test_a_report_that_cannot_be_written_is_a_grader_error_in_one_line(tmp_path):
+    path = tmp_path / "solution.py"
+    path.write_bytes(b"def mlm_forward_tied(:\n")
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([sys.executable, "-m", "grader", str(path)], cwd=ROOT, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1] == "grader: the report could not be written to standard output (No space left on device); write it to a file with --output FILE"
+
+
 def test_submission_output_is_kept_capped_and_does_not_change_the_verdict(tmp_path):
     noisy = tmp_path / "noisy.py"
     noisy.write_text(CORRECT.read_text() + '\nprint("chatter " * 20000)\nprint("{\\"verdict\\": \\"accepted\\"}")\n')
