@@ -31,7 +31,7 @@ def main() -> None:
     b, g = statistics.median(bare), statistics.median(grading)
     print(f"python -c 'import torch'      median {b:.2f}s  (min {min(bare):.2f}, max {max(bare):.2f})")
     print(f"python -m grader {submission}  median {g:.2f}s  (min {min(grading):.2f}, max {max(grading):.2f})")
-    print(f"grading / bare torch import: {g / b:.1f}x   ({repeats} runs each, alternating)")
+    print(f"grading / bare torch import: {g / b:.2f}x   ({repeats} runs each, alternating)")
 
 
 if __name__ == "__main__":

@@ -183,10 +183,11 @@ TOTAL_LIMIT = "the run reached its total limit of {:g} s of wall time"
 MALFORMED = "the submission's process sent malformed data on the grader's channel: "
 
 
-def _startup(child: Child, limits: Limits) -> tuple[Verdict, str] | None:
-    """None when the child has loaded the submission and found the entry point; else why not."""
+def _startup(child: Child, limits: Limits, meanwhile: Callable[[], object]) -> tuple[Verdict, str] | None:
+    """None when the child has loaded the submission and found the entry point; else why not.
+    meanwhile() is the grader's own work, done while the child loads the submission."""
     try:
-        reply, _ = child.request({"kind": "start"}, None, protocol.STARTUP, limits.startup_seconds)
+        reply, _ = child.request({"kind": "start"}, None, protocol.STARTUP, limits.startup_seconds, meanwhile=meanwhile)
     except ChildTimeout as timeout:
         if timeout.limit == "total":
             return Verdict.TIME_LIMIT_EXCEEDED, TOTAL_LIMIT.format(limits.total_seconds) + " while loading the submission"
@@ -213,14 +214,9 @@ def _case_timeout(timeout: ChildTimeout, limits: Limits) -> str:
 
 
 def _run_cases(child: Child, cases: list[Case], expected_of: Callable[[int], Expected], results: list[CaseResult], spec: Spec, received: Received) -> None:
-    """Runs the cases in order; what the child returned for each failing case goes to `received` (for the diagnosis).
+    """Runs the cases in order, once the child has started; what the child returned for each failing case goes to `received` (for the diagnosis).
     expected_of(i) gives case i's expected outputs; it is called while the child computes case i."""
     limits = spec.limits
-    problem = _startup(child, limits)
-    if problem:
-        for result in results:
-            result.status, result.message = problem[0], "not run: " + problem[1].splitlines()[0]
-        raise Rejection(*problem)
     for index, (case, result) in enumerate(zip(cases, results, strict=True)):
         started = time.monotonic()
         during = f"during case {case.name}"
@@ -318,15 +314,28 @@ def grade(
                 violations = policy.check(tree, source.decode(), spec.policy) if static_check else []
                 if violations:
                     raise Rejection(Verdict.FORBIDDEN_API, policy.explain(violations))
-                if prepared is not None:  # a batch computed every expected output once
-                    cases, expected_of = prepared.cases, prepared.expected.__getitem__
-                else:  # one grading: each case's expected outputs are computed while the child runs it
-                    from grader.cases import make_cases
-                    from grader.expected import expected_for
+                made: list[tuple[list[Case], Callable[[int], Expected]]] = []
 
-                    cases = make_cases(spec, hidden_seed, public_only)
-                    expected_of = partial(_expected_of, expected_for, cases)
+                def make() -> None:
+                    if prepared is not None:  # a batch computed every expected output once
+                        made.append((prepared.cases, prepared.expected.__getitem__))
+                    else:  # one grading: each case's expected outputs are computed while the child runs it
+                        from grader.cases import make_cases
+                        from grader.expected import expected_for
+
+                        made_cases = make_cases(spec, hidden_seed, public_only)
+                        made.append((made_cases, partial(_expected_of, expected_for, made_cases)))
+
+                # The child loads the submission while the grader imports torch and makes the cases.
+                problem = _startup(child, spec.limits, meanwhile=make)
+                if not made:  # the start request itself failed
+                    make()
+                cases, expected_of = made[0]
                 report.cases = [CaseResult(c.name, c.family, c.dtype, c.public, c.shape_text()) for c in cases]
+                if problem:
+                    for result in report.cases:
+                        result.status, result.message = problem[0], "not run: " + problem[1].splitlines()[0]
+                    raise Rejection(*problem)
                 _run_cases(child, cases, expected_of, report.cases, spec, received)
                 report.verdict, report.message = overall(report.cases)
                 if public_only and report.verdict == Verdict.ACCEPTED:
