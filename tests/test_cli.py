@@ -125,7 +125,8 @@ def test_a_report_that_cannot_be_written_is_a_grader_error_in_one_line(tmp_path)
         result = subprocess.run([sys.executable, "-m", "grader", str(path)], cwd=ROOT, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
-    assert result.stderr.splitlines()[-1] == "grader: the report could not be written to standard output (No space left on device); write it to a file with --output FILE"
+    last = result.stderr.splitlines()[-1]
+    assert last == "grader: the report could not be written to standard output (No space left on device); write it to a file with --output FILE"
 
 
 def test_submission_output_is_kept_capped_and_does_not_change_the_verdict(tmp_path):

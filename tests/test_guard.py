@@ -98,24 +98,6 @@ def test_a_plain_subclass_passes():
     assert g.found == []
 
 
-@pytest.mark.parametrize(
-    "route, where",
-    [
-        (lambda: torch._refs.softmax(X, -1), "torch._refs.softmax"),
-        (lambda: torch._decomp.decomposition_table[torch.ops.aten._softmax.default](X, -1, False), "torch._decomp"),
-        (lambda: torch._refs._normalize(X, [2], 1e-5), "torch._refs._normalize"),  # a layer norm under another name
-    ],
-)
-def test_torchs_python_decompositions_are_refused_by_their_frames(route, where):
-    import torch._decomp  # noqa: F401 - imported by torch already; named for the lambdas above
-    import torch._refs  # noqa: F401
-
-    g = guard()
-    with pytest.raises(ForbiddenAPIError), g.watching():
-        route()
-    assert any(f.startswith(f"torch's Python decomposition {where}") for f in g.found), g.found
-
-
 def my_softmax(s):
     e = torch.exp(s - s.amax(-1, keepdim=True))
     return e / e.sum(-1, keepdim=True)
@@ -241,6 +223,24 @@ def test_the_kernels_refuse_forbidden_operators_by_any_route():
     for operator in (*operators, "aten.scaled_dot_product_attention", "aten.log_softmax", "aten.softmax"):
         assert seen[operator].startswith("ForbiddenAPIError"), (operator, seen[operator])
         assert any(f.startswith(f"the operator {operator}") for f in found), (operator, found)
+
+
+def test_torchs_python_decompositions_are_recorded_and_refused_by_whatever_route():
+    # the profile function records the entry; the function mode refuses the first torch function
+    # the decomposition calls, so that it ends at once
+    found, seen = armed(
+        """
+        import torch._decomp, torch._refs
+        attempt("refs softmax", lambda: torch._refs.softmax(x, -1))
+        attempt("decomposition table", lambda: torch._decomp.decomposition_table[torch.ops.aten._softmax.default](x, -1, False))
+        attempt("another name", lambda: torch._refs._normalize(x, [2], 1e-5))  # a layer norm under another name
+        attempt("honest after", lambda: torch.exp(x).sum())
+        """
+    )
+    for route, where in (("refs softmax", "torch._refs.softmax"), ("decomposition table", "torch._decomp"), ("another name", "torch._refs._normalize")):
+        assert seen[route].startswith(f"ForbiddenAPIError: torch's Python decomposition {where}"), (route, seen[route])
+        assert any(f.startswith(f"torch's Python decomposition {where}") for f in found), (where, found)
+    assert seen["honest after"] == "ran"  # the refusal ends with the decomposition
 
 
 def test_a_decomposition_run_while_the_modes_are_off_is_recorded():

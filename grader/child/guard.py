@@ -4,13 +4,14 @@ It is armed once, before the submission is imported, and stays armed until the p
 - the forbidden ATen operators (aten._softmax, aten.native_layer_norm, aten.rms_norm, ...) get
   kernels that record and refuse, so they cannot run by any Python route, in any mode, on any thread;
 - a TorchFunctionMode sees every torch function and Tensor method by name (torch.rms_norm,
-  x.softmax, torch.ops.aten.rms_norm.default, ...) and the Python frames it is called under, and
-  refuses tensor subclasses (and other objects) with their own __torch_function__ or
-  __torch_dispatch__, among its types and its arguments, before their code runs;
-- a profile function sees every entry into torch's own Python decompositions (torch._refs,
+  x.softmax, torch.ops.aten.rms_norm.default, ...), and refuses tensor subclasses (and other
+  objects) with their own __torch_function__ or __torch_dispatch__, among its types and its
+  arguments, before their code runs;
+- a profile function records every entry into torch's own Python decompositions (torch._refs,
   torch._decomp, torch._prims) and torch's Python implementations of forbidden functions, which
   are made of honest operators, by whatever route: from the submission, from a subclass's
-  __torch_dispatch__ (where the function mode is off), from the dispatcher;
+  __torch_dispatch__ (where the function mode is off), from the dispatcher. It only records (an
+  exception raised in it would remove it): such a use runs to its end, and decides the verdict;
 - no thread may start (the mode watches only the thread it is pushed on): Python's thread start
   is refused and recorded, and a seccomp filter has the kernel refuse every new thread and process,
   whatever route reaches it;
@@ -21,9 +22,10 @@ It is armed once, before the submission is imported, and stays armed until the p
   stack and no dispatch mode; the names, classes, functions and instances of the guard and of the
   modules the runner uses after a call; the modules loaded (none replaced by a fake); the refusing
   kernels. A change is recorded as tampering.
-There is no TorchDispatchMode: it would cost a Python call, and the wrapping of every tensor, on
-every operator that runs (most of a case's time), and each thing it would see is seen above: a
-forbidden operator by its kernel, torch's Python code by the profile function.
+There is no TorchDispatchMode, and the function mode does not walk the frames: on every operator
+that runs they would cost more than the operator (a Python call, the wrapping of every tensor, a
+walk up the stack), and each thing they would see is seen above: a forbidden operator by its
+kernel, torch's Python code by the profile function.
 A forbidden use is recorded, then refused with an exception where the layer that saw it can
 raise; the record is what the grader is told, so catching the exception does not hide it.
 
@@ -169,6 +171,7 @@ class Guard:
         self.operators = re.compile("|".join(fnmatch.translate(p) for p in operators) or "(?!)")
         self.found: list[str] = []  # what was found (once armed, the audit hook's copy is the truth)
         self.code_verdicts: dict[Any, str] = {}  # code object -> "" or why running under it is refused
+        self.inside = [0, ""]  # torch's Python code being run that is refused, and its verdict (kept by the profile function)
         self.function_watch = _FunctionWatch(self)
         self.library: Any = None  # holds the refusing kernels
         self.kernels: list[Any] = []
@@ -196,7 +199,7 @@ class Guard:
                         "(tensor subclasses with their own __torch_dispatch__ or __torch_function__ are not allowed)"
                     )
 
-    def check_arguments(self, args: tuple, kwargs: dict | None, _type: Any = type, _tensor: Any = _Tensor, _sequences: Any = (list, tuple)) -> None:
+    def check_arguments(self, args: tuple, kwargs: dict | None, _type: Any = type, _tensor: Any = _Tensor) -> None:
         """Refuse a tensor subclass with its own __torch_dispatch__ among the arguments (one level
         into lists and tuples, as torch.cat takes them): torch leaves it out of `types` when its
         __torch_function__ is torch's own, and its handler would run with this mode off."""
@@ -205,24 +208,10 @@ class Guard:
             kind = _type(value)
             if kind is _tensor:
                 continue
-            if kind in _sequences:
+            if kind is list or kind is tuple:  # (identity: no __eq__ of a metaclass runs)
                 self.check_arguments(value, None)
             elif isinstance(value, _TensorBase):
                 self.check_types((kind,))
-
-    def check_frames(self, frame: Any) -> None:
-        """Refuse an operation run by torch's own Python code for a forbidden function; the
-        outermost such frame (where the submission called in) names it."""
-        verdicts, refused = self.code_verdicts, ""
-        while frame is not None:
-            code = frame.f_code
-            verdict = verdicts.get(code)
-            if verdict is None:
-                verdict = verdicts[code] = judge_code(code, self.functions)
-            refused = verdict or refused
-            frame = frame.f_back
-        if refused:
-            self.refuse(refused)
 
     def check_function(self, func: Any) -> None:
         name = base_name(func)
@@ -324,11 +313,14 @@ def _refusing_kernel(guard: Guard, what: str) -> Any:
 
 def _profile_function(guard: Guard) -> Any:
     """A profile function that records every entry into torch's Python decompositions and torch's
-    Python implementations of forbidden functions, whatever the state of the modes (a submission
-    could take them off the stack for a while and put them back). It only records: an exception
-    raised here would remove it. It holds nothing the record could be reached through."""
+    Python implementations of forbidden functions, whatever the state of the mode (a submission
+    could take it off the stack for a while and put it back). It only records: an exception
+    raised here would remove it. It holds nothing the record could be reached through. It also
+    keeps guard.inside (how many such frames are running, and what the outermost is), so that the
+    function mode refuses the first torch function they call: the use then ends at once, instead of
+    running to its end (a decomposition's first use can take seconds)."""
     verdicts, judge, names, audit, line_of, basename = guard.code_verdicts, judge_code, guard.functions, _audit, _submission_line, os.path.basename
-    record_event, finalizing = RECORD_EVENT, sys.is_finalizing
+    record_event, finalizing, inside = RECORD_EVENT, sys.is_finalizing, guard.inside
 
     def verdict_on(frame: Any) -> str:
         if frame is None:
@@ -342,9 +334,15 @@ def _profile_function(guard: Guard) -> Any:
     def profile(frame: Any, event: str, arg: Any) -> None:
         if event == "call" and not finalizing():  # at exit, modules are being torn down
             verdict = verdict_on(frame)
-            if verdict and not verdict_on(frame.f_back):  # where the submission's code called in
-                line = line_of(guard)
-                audit(record_event, f"{verdict} (line {line} of {basename(guard.submission)})" if line else verdict)
+            if verdict:
+                if not verdict_on(frame.f_back):  # where the submission's code called in
+                    line = line_of(guard)
+                    verdict = f"{verdict} (line {line} of {basename(guard.submission)})" if line else verdict
+                    audit(record_event, verdict)
+                    inside[1] = verdict
+                inside[0] += 1
+        elif event == "return" and inside[0] and verdict_on(frame):  # (on an exception too)
+            inside[0] -= 1
 
     return profile
 
@@ -511,17 +509,32 @@ def _picture(guard: Guard, modules: list[ModuleType]) -> tuple[tuple, tuple, tup
 
 
 class _FunctionWatch(TorchFunctionMode):
+    """Runs on every torch function and Tensor method the submission calls: on honest work it does
+    a few identity tests and one getattr (the profile function counts every call made here)."""
+
     def __init__(self, guard: Guard) -> None:
         super().__init__()
         self.guard = guard
 
-    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None, _type: Any = type, _tensor: Any = _Tensor) -> Any:
         guard = self.guard
-        guard.check_types(types)
-        guard.check_arguments(args, kwargs)
-        guard.check_function(func)
-        guard.check_frames(_getframe(1))
-        return func(*args, **(kwargs or {}))
+        if guard.inside[0]:  # called by torch's Python code that the profile function recorded
+            raise ForbiddenAPIError(f"{guard.inside[1]} is forbidden in this challenge")
+        for kind in types:
+            if kind is not _tensor:
+                guard.check_types(types)
+                break
+        for value in args:  # anything but a plain tensor or number is looked at closely
+            kind = _type(value)
+            if not (kind is _tensor or kind is int or kind is float or kind is bool or value is None):
+                guard.check_arguments(args, None)
+                break
+        if kwargs:
+            guard.check_arguments((), kwargs)
+        name = getattr(func, "__name__", "")  # as base_name(func), without its calls
+        if _type(name) is str and (name in guard.functions or ("." in name and base_name(func) in guard.functions)):
+            guard.check_function(func)
+        return func(*args, **kwargs) if kwargs else func(*args)
 
 
 # -- the kernel's wall: no new thread or process ---------------------------------------------
