@@ -2,13 +2,15 @@
 seen as the plain call left them, a decorated entry point is callable, and what the submission
 prints is kept however its process ends."""
 
+import importlib.util
+import traceback
 import warnings
 
 import pytest
 import torch
 
 from grader.cases import make_cases
-from grader.child.runner import describe_output, run_case, signature_problem
+from grader.child.runner import describe_output, run_case, signature_problem, submission_traceback
 from grader.spec import load_spec
 from tests.grading import SUBMISSIONS, fast_spec, grade_json
 
@@ -129,3 +131,43 @@ def test_what_is_printed_without_flush_is_kept_when_the_process_is_killed(tmp_pa
     report, _ = grade_json(str(SUBMISSIONS / "time_limit_exceeded" / "prints_then_spins.py"), "--public", "--spec", str(fast_spec(tmp_path)))
     assert report["verdict"] == "time_limit_exceeded"
     assert "about to spin" in report["stdout"]
+
+
+RECURSIVE = """
+import torch
+
+
+def deeper(x, n):
+    if n == 0:
+        return torch.ones(2) @ torch.ones(3)  # a shape error in torch, under the submission's frames
+    return deeper(x, n - 1)
+
+
+def forever(x):
+    return forever(x)
+
+
+def mutual(x, n):
+    return other(x, n)
+
+
+def other(x, n):
+    return mutual(x, n - 1) if n else forever(x)
+"""
+
+
+@pytest.mark.parametrize("call", ["deeper(0, 2)", "deeper(0, 5)", "forever(0)", "mutual(0, 4)"])
+def test_a_deep_traceback_reads_as_python_prints_it(tmp_path, call):
+    # only the frames shown are looked up, but the text is Python's own: the submission's frames,
+    # a line repeated more than 3 times in a row counted
+    path = tmp_path / "solution.py"
+    path.write_text(RECURSIVE)
+    spec = importlib.util.spec_from_file_location("recursive_submission", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(Exception) as caught:
+        eval(call, vars(module))
+    tb = caught.value.__traceback__
+    python = "".join(traceback.format_list([f for f in traceback.extract_tb(tb) if f.filename == str(path)]))
+    assert submission_traceback(tb, str(path)) == python
+    assert ("[Previous line repeated" in python) == (call not in ("deeper(0, 2)",))

@@ -15,7 +15,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from types import ModuleType
+from types import ModuleType, TracebackType
 from typing import Any
 
 import torch
@@ -28,10 +28,40 @@ wire.load_tensor_modules()  # now, while sys.modules holds the real numpy and to
 MEMORY_MARKERS = ("can't allocate memory", "not enough memory", "out of memory")
 
 
+REPEATS_SHOWN = 3  # as Python prints a traceback: a line repeated more often is shown 3 times, then counted
+
+
+def submission_traceback(tb: TracebackType | None, submission: str) -> str:
+    """The traceback's frames in the submission's own file, as Python prints them, a line repeated
+    more than 3 times in a row counted instead of shown. Only the frames shown are looked up: a
+    recursion 1,000 frames deep costs 3."""
+    runs: list[list[Any]] = []  # [code, line, the traceback entries kept, how many in all]
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_filename == submission:
+            if runs and runs[-1][0] is frame.f_code and runs[-1][1] == tb.tb_lineno:
+                runs[-1][3] += 1
+            else:
+                runs.append([frame.f_code, tb.tb_lineno, [], 1])
+            if len(runs[-1][2]) < REPEATS_SHOWN:
+                runs[-1][2].append(tb)
+        tb = tb.tb_next
+    kept = None  # a traceback of the entries shown, innermost last
+    for entry in reversed([entry for run in runs for entry in run[2]]):
+        kept = TracebackType(kept, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    shown = iter(traceback.format_list(traceback.extract_tb(kept)))
+    text = []
+    for run in runs:
+        text += [next(shown) for _ in run[2]]
+        if run[3] > REPEATS_SHOWN:
+            more = run[3] - REPEATS_SHOWN
+            text.append(f"  [Previous line repeated {more} more time{'s' if more > 1 else ''}]\n")
+    return "".join(text)
+
+
 def _error_report(error: BaseException, submission: str) -> dict[str, Any]:
     """The exception, with traceback frames limited to the submission's own file."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == submission]
-    text = "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(error))
+    text = submission_traceback(error.__traceback__, submission) + "".join(traceback.format_exception_only(error))
     memory = isinstance(error, MemoryError) or any(m in str(error) for m in MEMORY_MARKERS)
     if isinstance(error, SystemExit):
         text = f"the submission called exit({error.code!r})\n" + text
