@@ -242,6 +242,29 @@ def _run_cases(child: Child, cases: list[Case], expected_of: Callable[[int], Exp
             child.kill()
             result.status, result.check, result.message = Verdict.RUNTIME_ERROR, "process", MALFORMED + str(error)
             return
+    if results:
+        _finish(child, limits, results[-1])
+
+
+def _finish(child: Child, limits: Limits, last: CaseResult) -> None:
+    """The runtime guard's last check, after the last case (grader/child/guard.py checks the whole
+    guard only now and then after a case): what it finds, or a child that does not answer it, is
+    told on the last case."""
+    try:
+        reply, _ = child.request({"kind": "finish"}, None, protocol.FINISH, limits.case_seconds)
+    except ChildTimeout as timeout:
+        last.status, last.check, last.message = Verdict.TIME_LIMIT_EXCEEDED, "time", _case_timeout(timeout, limits)
+        return
+    except ChildGone:
+        last.status, last.message = classify_exit(child.exit(), limits, "after the last case, before the runtime guard's last check")
+        last.check = "process"
+        return
+    except ProtocolError as error:
+        child.kill()
+        last.status, last.check, last.message = Verdict.RUNTIME_ERROR, "process", MALFORMED + str(error)
+        return
+    if reply.get("forbidden"):
+        last.status, last.check, last.message = Verdict.FORBIDDEN_API, "runtime guard", reply["forbidden"]
 
 
 def overall(results: list[CaseResult]) -> tuple[Verdict, str]:

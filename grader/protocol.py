@@ -60,6 +60,7 @@ class Expectation:
 
 
 STARTUP = Expectation(kinds=("ready", "import_failed", "invalid"))
+FINISH = Expectation(kinds=("finished",))  # after the last case: the guard's last, full check
 
 
 def expect_result(case: Case) -> Expectation:
@@ -160,6 +161,7 @@ STARTUP_FIELDS: dict[str, tuple[dict[str, Callable[[Any, str], Any]], tuple[str,
     "ready": ({"kind": _short_text}, ()),
     "import_failed": ({"kind": _short_text, "error": _text, "memory": _flag}, ("error",)),
     "invalid": ({"kind": _short_text, "message": _text}, ("message",)),
+    "finished": ({"kind": _short_text, "forbidden": _text}, ()),
 }
 
 

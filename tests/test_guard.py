@@ -279,6 +279,20 @@ def test_tampering_shows_in_the_record(attack, shows):
     assert any(shows in f for f in found), found
 
 
+def test_a_change_that_lasts_shows_in_the_last_full_read():
+    # after a case the runner reads without the whole check, except every FULL_CHECK_EVERY-th
+    # read; its last read, after the last case, is full; the stacks are checked on every read
+    skip_to_a_partial_read = "from child.guard import FULL_CHECK_EVERY\nfor _ in range(FULL_CHECK_EVERY + 1):\n    guard.findings(False)\n"
+    found, seen = armed(skip_to_a_partial_read + 'runner.wire = None\nseen["after a case"] = json.dumps(guard.findings(False))\n')
+    assert json.loads(seen["after a case"]) == []  # (this read was not a full one)
+    assert "the runtime guard was tampered with (child.runner.wire was replaced)" in found  # the last, full read
+    found, seen = armed(
+        skip_to_a_partial_read + "torch._C._push_on_torch_function_stack(torch.overrides.TorchFunctionMode())\n"
+        'seen["after a case"] = json.dumps(guard.findings(False))\n'
+    )
+    assert any("no longer alone on the torch function mode stack" in f for f in json.loads(seen["after a case"]))
+
+
 def test_a_finding_is_reported_again_in_every_later_read():
     # each read is a case: a route used in every case is reported in every case
     found, seen = armed(
