@@ -33,8 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-import torch
-
 from grader import __version__, judge
 from grader.formats.json import to_json
 from grader.isolation import ISOLATION_LEVELS, choose_backend
@@ -512,17 +510,30 @@ def run(args: argparse.Namespace, stop: _Stop, out: TextIO) -> int:
             print("uid isolation: grading one submission at a time (the runner user's processes are ended after each)", file=out)
         started = time.monotonic()
         if todo and not stop.event.is_set():
+            # The warm pool's server imports torch while the grader does and prepares the cases.
+            warm = None
+            if not pool_problem(backend):
+                try:
+                    warm = WarmPool(spec)
+                except (OSError, PoolError):
+                    pass  # map() tries once more and says why each submission gets a child of its own
+            import torch
+
             torch.set_num_threads(1)  # tiny tensors: threads only spin against the other jobs
-            pool = Pool(spec, seed, jobs=jobs, backend=backend)
-            progress = Progress(len(todo), out)
+            progress = None
             try:
-                with closing(pool.map(((s, s.path) for s in todo), stop.event)) as reports:
+                pool = Pool(spec, seed, jobs=jobs, backend=backend)
+                progress = Progress(len(todo), out)
+                with closing(pool.map(((s, s.path) for s in todo), stop.event, warm=warm)) as reports:
                     for submission, report in reports:
                         line = result_line(submission, hashes[submission.id], spec_sha256, report)
                         results.append(line)
                         progress.update(submission.id, line)
             finally:
-                progress.close()
+                if progress:
+                    progress.close()
+                if warm:
+                    warm.close()
             if pool.warm_note:
                 print(f"each submission was graded in a sandboxed child of its own: {pool.warm_note}", file=out)
     finally:

@@ -23,10 +23,9 @@ from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, Case
 from grader.compare import bitwise_equal, compare_values
 from grader.expected import vector_jacobian
 from grader.results import CaseResult, Verdict
-from grader.spec import Spec
+from grader.spec import PROBE_FAMILY, Spec  # noqa: F401 - PROBE_FAMILY: named here too, where the probes are read
 
 Received = dict[str, tuple[dict[str, Any], dict[str, Tensor]]]  # case name -> (reply, tensors), failing cases only
-PROBE_FAMILY = "probes"
 VALUE_CHECKS = ("values", "shape")  # checks where the logits are wrong
 NUMERIC_CHECKS = (*VALUE_CHECKS, "gradient")
 

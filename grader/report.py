@@ -1,8 +1,7 @@
 """Hints: what a failure pattern usually means. The report's formats are in grader/formats/."""
 
-from grader.diagnosis import PROBE_FAMILY
 from grader.results import Report, Verdict
-from grader.spec import Spec
+from grader.spec import PROBE_FAMILY, Spec
 
 # A family's hint is about its numbers: it is shown only when its cases fail these checks. A wrong
 # selection rule changes M in a soft-mask case, so that hint needs a wrong shape (a gather in the

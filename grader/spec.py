@@ -9,6 +9,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC_PATH = ROOT / "problem" / "spec.toml"
+PROBE_FAMILY = "probes"  # the hidden cases the diagnosis reads (grader/diagnosis.py)
 
 
 def seed_public_id(seed: str) -> str:
