@@ -262,20 +262,29 @@ class Guard:
         if self.found:
             raise RuntimeError(f"the runtime guard refused its own warm-up: {self.found}")
 
+    def kernels_to_override(self) -> list[tuple[str, str, str, str]]:
+        """(qualified name, overload, base name, dispatch key) of every kernel a forbidden ATen
+        operator has at a key a CPU computation reaches. Found once per process and kept: the pool's
+        server finds them before it forks, and each child overrides them at once."""
+        key = self.operators.pattern
+        if key not in _KERNELS_FOUND:
+            found = []
+            for qualified in torch._C._dispatch_get_all_op_names():
+                namespace, _, op = qualified.partition("::")
+                name = op.partition(".")[0]
+                if namespace == "aten" and self.operator_forbidden(name):
+                    found += [(qualified, op, name, k) for k in KERNEL_KEYS if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, k)]
+            _KERNELS_FOUND[key] = found
+        return _KERNELS_FOUND[key]
+
     def override_kernels(self) -> None:
         library = torch.library.Library("aten", "IMPL")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "overriding a previously registered kernel" is the point
-            for qualified in torch._C._dispatch_get_all_op_names():
-                namespace, _, op = qualified.partition("::")
-                name = op.partition(".")[0]
-                if namespace != "aten" or not self.operator_forbidden(name):
-                    continue
-                for key in KERNEL_KEYS:
-                    if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key):
-                        kernel = _refusing_kernel(self, f"the operator aten.{name}")
-                        library.impl(op, kernel, key)
-                        self.kernels.append((qualified, kernel))
+            for qualified, op, name, key in self.kernels_to_override():
+                kernel = _refusing_kernel(self, f"the operator aten.{name}")
+                library.impl(op, kernel, key)
+                self.kernels.append((qualified, kernel))
         self.library = library
 
     def refuse_threads(self) -> None:
@@ -474,6 +483,7 @@ def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
 
 
 _MISSING = object()
+_KERNELS_FOUND: dict[str, list[tuple[str, str, str, str]]] = {}  # Guard.kernels_to_override, by the operators' pattern
 
 
 def _parts(function: Any) -> tuple:

@@ -204,6 +204,7 @@ def warm_up(config: dict[str, Any]) -> None:
     own guard in serve(), as a single child does."""
     torch.set_num_threads(1)  # before any computation: no OpenMP threads in a process that forks
     guard = Guard(config["forbidden_functions"], config["forbidden_operators"], "")
+    guard.kernels_to_override()  # found once here; each child overrides them
     with guard.watching():
         guard.warm_up()
 
