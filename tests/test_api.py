@@ -50,6 +50,7 @@ def test_grade_many_yields_every_report_with_its_id():
 
 def test_importing_grader_stays_cheap():
     """The API is loaded on first use: `python -m grader` can start its child before importing torch."""
-    probe = "import sys, grader; print('torch' in sys.modules); from grader import grade_source; print('torch' in sys.modules)"
+    loaded = "print('grader.api' in sys.modules"
+    probe = f"import sys, grader; {loaded}, 'torch' in sys.modules); from grader import grade_source; {loaded})"
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert result.stdout.split() == ["False", "True"], result.stderr
+    assert result.stdout.split() == ["False", "False", "True"], result.stderr
