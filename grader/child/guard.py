@@ -17,7 +17,7 @@ It is armed once, before the submission is imported, and stays armed until the p
   whatever route reaches it;
 - an audit hook, which cannot be removed, holds the record of what was found and a picture of the
   guard as armed, both out of the submission's reach (it refuses the gc calls that could find
-  them). It refuses trace and profile functions and any change to the code of a protected function,
+  them). It refuses trace and profile functions, other audit hooks, and any change to the code of a protected function,
   and on every read of the record it checks the guard against the picture: its mode alone on its
   stack and no dispatch mode; the names, classes, functions and instances of the guard and of the
   modules the runner uses after a call; the modules loaded (none replaced by a fake); the refusing
