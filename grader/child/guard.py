@@ -17,7 +17,7 @@ It is armed once, before the submission is imported, and stays armed until the p
   whatever route reaches it;
 - an audit hook, which cannot be removed, holds the record of what was found and a picture of the
   guard as armed, both out of the submission's reach (it refuses the gc calls that could find
-  them). It refuses trace and profile functions and any change to the code of a protected function,
+  them). It refuses trace and profile functions, other audit hooks, and any change to the code of a protected function,
   and on every read of the record it checks the guard against the picture: its mode alone on its
   stack and no dispatch mode; the names, classes, functions and instances of the guard and of the
   modules the runner uses after a call; the modules loaded (none replaced by a fake); the refusing
@@ -70,7 +70,7 @@ RECORD_EVENT = "mlm_grader.guard.record"  # audit events between the guard and i
 READ_EVENT = "mlm_grader.guard.read"
 TAMPERED = "the runtime guard was tampered with"
 RECORD_LIMIT = 10000  # findings kept; anything in the record already decides the verdict
-# Reads of the record after which the whole guard is checked (modules, functions, kernels, verdicts:
+# Reads of the record after which the whole guard is checked (modules, functions, kernels:
 # about 3 ms); every read checks the mode stacks and the profile function, and the runner's last
 # read, after the last case, is always full. A change that is still there at the last read shows.
 FULL_CHECK_EVERY = 8
@@ -82,6 +82,8 @@ REFUSED_EVENTS = {
     "gc.get_referents": "gc.get_referents (searching the process's objects)",
     "sys.settrace": "sys.settrace (trace functions run code where the runtime guard does not watch)",
     "sys.setprofile": "sys.setprofile (profile functions run code where the runtime guard does not watch)",
+    # (refused, the hook is not added) Python runs audit hooks with profiling paused, and each sees the record's reads.
+    "sys.addaudithook": "sys.addaudithook (audit hooks run code where the runtime guard does not watch)",
 }
 
 # Read through the type's own slots, so that a metaclass of the submission's cannot answer instead.
@@ -174,7 +176,6 @@ class Guard:
         self.functions = frozenset(functions)
         self.operators = re.compile("|".join(fnmatch.translate(p) for p in operators) or "(?!)")
         self.found: list[str] = []  # what was found (once armed, the audit hook's copy is the truth)
-        self.code_verdicts: dict[Any, str] = {}  # code object -> "" or why running under it is refused
         self.inside = [0, ""]  # torch's Python code being run that is refused, and its verdict (kept by the profile function)
         self.function_watch = _FunctionWatch(self)
         self.library: Any = None  # holds the refusing kernels
@@ -330,34 +331,57 @@ def _profile_function(guard: Guard) -> Any:
     """A profile function that records every entry into torch's Python decompositions and torch's
     Python implementations of forbidden functions, whatever the state of the mode (a submission
     could take it off the stack for a while and put it back). It only records: an exception
-    raised here would remove it. It holds nothing the record could be reached through. It also
-    keeps guard.inside (how many such frames are running, and what the outermost is), so that the
-    function mode refuses the first torch function they call: the use then ends at once, instead of
-    running to its end (a decomposition's first use can take seconds)."""
-    verdicts, judge, names, audit, line_of, basename = guard.code_verdicts, judge_code, guard.functions, _audit, _submission_line, os.path.basename
-    record_event, finalizing, inside = RECORD_EVENT, sys.is_finalizing, guard.inside
+    raised here would remove it. It also keeps guard.inside (how many such frames are running, and
+    what the outermost is), so that the function mode refuses the first torch function they call:
+    the use then ends at once, instead of running to its end (a decomposition's first use can take
+    seconds).
+    It keeps no cache and no closure: what it uses is bound as default values (a tuple, whose
+    replacement the audit hook refuses), all immutable but guard.inside, which only hastens a
+    refusal. A verdict cache or a closure cell could be changed by the submission (its function
+    mode leads to the guard, sys.getprofile() to this function) and put back before the next read.
+    The file name is read with str's own methods: a code object's name may be a str subclass whose
+    methods would run here, where Python pauses profiling."""
+    prefixes = tuple(TORCH_DIR + package + os.sep for package in DECOMPOSITIONS)
 
-    def verdict_on(frame: Any) -> str:
-        if frame is None:
-            return ""
-        code = frame.f_code
-        verdict = verdicts.get(code)
-        if verdict is None:
-            verdict = verdicts[code] = judge(code, names)
-        return verdict
-
-    def profile(frame: Any, event: str, arg: Any) -> None:
-        if event == "call" and not finalizing():  # at exit, modules are being torn down
-            verdict = verdict_on(frame)
-            if verdict:
-                if not verdict_on(frame.f_back):  # where the submission's code called in
+    def profile(
+        frame: Any, event: str, arg: Any,
+        torch_dir: str = TORCH_DIR, prefixes: tuple = prefixes, names: frozenset = guard.functions, judge: Any = judge_code,
+        audit: Any = _audit, line_of: Any = _submission_line, basename: Any = os.path.basename, record_event: str = RECORD_EVENT,
+        finalizing: Any = sys.is_finalizing, inside: list = guard.inside, guard: Guard = guard, starts: Any = str.startswith, _type: Any = type,
+    ) -> None:  # fmt: skip
+        if event == "call":
+            code = frame.f_code
+            filename = code.co_filename
+            if (
+                _type(filename) is str
+                and starts(filename, torch_dir)
+                and (starts(filename, prefixes) or (_type(code.co_name) is str and code.co_name in names))
+            ):
+                if finalizing():  # at exit, modules are being torn down
+                    return
+                back = frame.f_back  # where the submission's code called in, unless it is such code too
+                caller = back.f_code if back is not None else None
+                outer = caller is None or not (
+                    _type(caller.co_filename) is str
+                    and starts(caller.co_filename, torch_dir)
+                    and (starts(caller.co_filename, prefixes) or (_type(caller.co_name) is str and caller.co_name in names))
+                )
+                if outer:
+                    verdict = judge(code, names)
                     line = line_of(guard)
                     verdict = f"{verdict} (line {line} of {basename(guard.submission)})" if line else verdict
                     audit(record_event, verdict)
                     inside[1] = verdict
                 inside[0] += 1
-        elif event == "return" and inside[0] and verdict_on(frame):  # (on an exception too)
-            inside[0] -= 1
+        elif event == "return" and inside[0]:  # (on an exception too)
+            code = frame.f_code
+            filename = code.co_filename
+            if (
+                _type(filename) is str
+                and starts(filename, torch_dir)
+                and (starts(filename, prefixes) or (_type(code.co_name) is str and code.co_name in names))
+            ):
+                inside[0] -= 1
 
     return profile
 
@@ -376,7 +400,7 @@ def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
         group[3].append(value)
     pictured = tuple((label, mapping, tuple(keys), tuple(values)) for label, mapping, keys, values in grouped.values())
     any_, map_, is_not, repeat, zip_ = any, map, operator.is_not, itertools.repeat, zip
-    protected = frozenset(id(function) for _, function, _ in functions)
+    protected = frozenset([*(id(function) for _, function, _ in functions), id(profile)])  # (its defaults hold its state)
     # The same for the functions: each part of each, side by side (cells: every closure's, in order).
     watched = tuple(function for _, function, _ in functions)
     get_code, get_defaults, get_kwdefaults, get_closure = (operator.attrgetter(f"__{part}__") for part in ("code", "defaults", "kwdefaults", "closure"))
@@ -387,7 +411,6 @@ def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
     kernel_names = tuple(dict(guard.kernels))
     kernel_tables = tuple(map(torch._C._dispatch_dump, kernel_names))
     ne = operator.ne
-    verdicts, judge, names, checked = guard.code_verdicts, judge_code, guard.functions, {}  # checked: the hook's own verdicts
     function_watch = guard.function_watch
     function_stack_len, function_stack_at = torch._C._len_torch_function_stack, torch._C._get_function_stack_at
     dispatch_stack_len = torch._C._len_torch_dispatch_stack
@@ -398,6 +421,7 @@ def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
     count, ident, string, exception, basename, finalizing = len, id, str, Exception, os.path.basename, sys.is_finalizing
     record_event, read_event, tampered, refused_events, limit = RECORD_EVENT, READ_EVENT, TAMPERED, dict(REFUSED_EVENTS), RECORD_LIMIT
     every = FULL_CHECK_EVERY
+    changes = ("object.__setattr__", "object.__delattr__")  # (setting a function's __defaults__ to None deletes them)
 
     def tampering(full: bool) -> str | None:
         if not (function_stack_len() == 1 and function_stack_at(0) is function_watch):
@@ -438,15 +462,6 @@ def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
             for qualified, table in zip_(kernel_names, kernel_tables):
                 if kernel_table(qualified) != table:
                     return f"the kernels of {qualified} were changed"
-        # Torch's Python code met since the last read gets the hook's own verdict; then every
-        # verdict the guard holds must be the hook's (compared in C, as the dictionaries).
-        met = verdicts.keys() - checked.keys()
-        while met:  # (judging is a call, which the profile function may meet too)
-            for code in met:
-                checked[code] = judge(code, names)
-            met = verdicts.keys() - checked.keys()
-        if verdicts != checked:
-            return "its verdicts on torch's Python code were changed"
         return None
 
     # The record: each finding once per read (a case), in order, up to a bound. Reading copies it
@@ -472,7 +487,7 @@ def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
                 add(f"{tampered} ({problem})")
             args[0].extend(log)
             reads[0] += 1
-        elif (event in refused_events and not finalizing()) or (event == "object.__setattr__" and ident(args[0]) in protected):
+        elif (event in refused_events and not finalizing()) or (event in changes and ident(args[0]) in protected):
             # (at exit the interpreter itself removes the profile function)
             what = refused_events.get(event) or f"{tampered} (the {args[1]} of {args[0].__qualname__} was being replaced)"
             line = line_of(guard)
