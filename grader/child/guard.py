@@ -11,17 +11,19 @@ It is armed once, before the submission is imported, and stays armed until the p
   torch._decomp, torch._prims) and torch's Python implementations of forbidden functions, which
   are made of honest operators, by whatever route: from the submission, from a subclass's
   __torch_dispatch__ (where the function mode is off), from the dispatcher. It only records (an
-  exception raised in it would remove it): such a use runs to its end, and decides the verdict;
+  exception raised in it would remove it), and counts such frames while they run: the function
+  mode refuses the first torch function they call, so the use ends at once where the mode is on;
 - no thread may start (the mode watches only the thread it is pushed on): Python's thread start
   is refused and recorded, and a seccomp filter has the kernel refuse every new thread and process,
   whatever route reaches it;
 - an audit hook, which cannot be removed, holds the record of what was found and a picture of the
   guard as armed, both out of the submission's reach (it refuses the gc calls that could find
-  them). It refuses trace and profile functions, other audit hooks, and any change to the code of a protected function,
-  and on every read of the record it checks the guard against the picture: its mode alone on its
-  stack and no dispatch mode; the names, classes, functions and instances of the guard and of the
-  modules the runner uses after a call; the modules loaded (none replaced by a fake); the refusing
-  kernels. A change is recorded as tampering.
+  them). It refuses trace and profile functions, other audit hooks, and any change to the code of
+  a protected function. On every read of the record it checks its mode alone on its stack, no
+  dispatch mode and its profile function; on every FULL_CHECK_EVERY-th read, and on the runner's
+  last read after the last case, the whole picture too: the names, classes, functions and instances
+  of the guard and of the modules the runner uses after a call; the modules loaded (none replaced
+  by a fake); the refusing kernels. A change is recorded as tampering.
 There is no TorchDispatchMode, and the function mode does not walk the frames: on every operator
 that runs they would cost more than the operator (a Python call, the wrapping of every tensor, a
 walk up the stack), and each thing they would see is seen above: a forbidden operator by its
