@@ -104,6 +104,17 @@ def grader_error(path: Path, seed_id: str, backend: str, error: Exception) -> Re
     return Report(Verdict.GRADER_ERROR, message, str(path), seed_id, backend)
 
 
+def start_warm_pool(spec: Spec, backend: str) -> tuple[WarmPool | None, str]:
+    """A warm pool, started now, or None and why each submission gets a child of its own."""
+    problem = pool_problem(backend)
+    if problem:
+        return None, problem
+    try:
+        return WarmPool(spec), ""
+    except (OSError, PoolError) as error:
+        return None, f"the warm pool could not start ({error})"
+
+
 class Pool:
     """Grades submission files `jobs` at a time, each in its own sandboxed child (judge.grade),
     with the cases and expected outputs computed once. grade_file is the only place that starts a
@@ -169,13 +180,7 @@ class Pool:
         cancel = _Cancel()
         items = iter(items)
         running: dict[Future, K] = {}
-        self.warm_note = "" if warm else pool_problem(self.backend) or ""
-        own = None
-        if not warm and not self.warm_note:
-            try:
-                own = WarmPool(self.spec)  # it starts while the first items are read
-            except (OSError, PoolError) as error:
-                self.warm_note = f"the warm pool could not start ({error})"
+        own, self.warm_note = (None, "") if warm else start_warm_pool(self.spec, self.backend)  # it starts while the first items are read
         warm = warm or own
         executor = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="mlm-grader-job")
         try:
@@ -511,12 +516,7 @@ def run(args: argparse.Namespace, stop: _Stop, out: TextIO) -> int:
         started = time.monotonic()
         if todo and not stop.event.is_set():
             # The warm pool's server imports torch while the grader does and prepares the cases.
-            warm = None
-            if not pool_problem(backend):
-                try:
-                    warm = WarmPool(spec)
-                except (OSError, PoolError):
-                    pass  # map() tries once more and says why each submission gets a child of its own
+            warm, _ = start_warm_pool(spec, backend)  # without one, map() tries once more and says why
             import torch
 
             torch.set_num_threads(1)  # tiny tensors: threads only spin against the other jobs

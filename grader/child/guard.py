@@ -172,6 +172,19 @@ def judge_code(code: Any, functions: frozenset[str]) -> str:
     return ""
 
 
+_DECOMPOSITION_DIRS = tuple(TORCH_DIR + package + os.sep for package in DECOMPOSITIONS)
+
+
+def _refused_code(
+    code: Any, names: frozenset[str], torch_dir: str = TORCH_DIR, prefixes: tuple = _DECOMPOSITION_DIRS, starts: Any = str.startswith, _type: Any = type
+) -> bool:
+    """Whether judge_code refuses running under this code, without its work, for the profile function:
+    only exact str names are read, with str's own methods (a subclass's methods would run there,
+    where Python pauses profiling)."""
+    filename = code.co_filename
+    return _type(filename) is str and starts(filename, torch_dir) and (starts(filename, prefixes) or (_type(code.co_name) is str and code.co_name in names))
+
+
 class Guard:
     def __init__(self, functions: list[str], operators: list[str], submission: str) -> None:
         self.submission = submission  # its frames say where a forbidden use came from
@@ -343,47 +356,28 @@ def _profile_function(guard: Guard) -> Any:
     mode leads to the guard, sys.getprofile() to this function) and put back before the next read.
     The file name is read with str's own methods: a code object's name may be a str subclass whose
     methods would run here, where Python pauses profiling."""
-    prefixes = tuple(TORCH_DIR + package + os.sep for package in DECOMPOSITIONS)
 
     def profile(
-        frame: Any, event: str, arg: Any,
-        torch_dir: str = TORCH_DIR, prefixes: tuple = prefixes, names: frozenset = guard.functions, judge: Any = judge_code,
+        frame: Any, event: str, arg: Any, refused: Any = _refused_code, names: frozenset = guard.functions, judge: Any = judge_code,
         audit: Any = _audit, line_of: Any = _submission_line, basename: Any = os.path.basename, record_event: str = RECORD_EVENT,
-        finalizing: Any = sys.is_finalizing, inside: list = guard.inside, guard: Guard = guard, starts: Any = str.startswith, _type: Any = type,
+        finalizing: Any = sys.is_finalizing, inside: list = guard.inside, guard: Guard = guard,
     ) -> None:  # fmt: skip
         if event == "call":
             code = frame.f_code
-            filename = code.co_filename
-            if (
-                _type(filename) is str
-                and starts(filename, torch_dir)
-                and (starts(filename, prefixes) or (_type(code.co_name) is str and code.co_name in names))
-            ):
+            if refused(code, names):
                 if finalizing():  # at exit, modules are being torn down
                     return
                 back = frame.f_back  # where the submission's code called in, unless it is such code too
                 caller = back.f_code if back is not None else None
-                outer = caller is None or not (
-                    _type(caller.co_filename) is str
-                    and starts(caller.co_filename, torch_dir)
-                    and (starts(caller.co_filename, prefixes) or (_type(caller.co_name) is str and caller.co_name in names))
-                )
-                if outer:
+                if caller is None or not refused(caller, names):
                     verdict = judge(code, names)
                     line = line_of(guard)
                     verdict = f"{verdict} (line {line} of {basename(guard.submission)})" if line else verdict
                     audit(record_event, verdict)
                     inside[1] = verdict
                 inside[0] += 1
-        elif event == "return" and inside[0]:  # (on an exception too)
-            code = frame.f_code
-            filename = code.co_filename
-            if (
-                _type(filename) is str
-                and starts(filename, torch_dir)
-                and (starts(filename, prefixes) or (_type(code.co_name) is str and code.co_name in names))
-            ):
-                inside[0] -= 1
+        elif event == "return" and inside[0] and refused(frame.f_code, names):  # (on an exception too)
+            inside[0] -= 1
 
     return profile
 
