@@ -201,6 +201,8 @@ def _startup(child: Child, limits: Limits, meanwhile: Callable[[], object]) -> t
         return status, "importing the submission failed:\n" + reply["error"].rstrip()
     if reply["kind"] == "invalid":
         return Verdict.INVALID_SUBMISSION, reply["message"]
+    if reply["kind"] == "forbidden":
+        return Verdict.FORBIDDEN_API, "importing the file " + reply["forbidden"]
     return None
 
 

@@ -59,7 +59,7 @@ class Expectation:
         return sum(spec.nbytes for spec in self.tensors.values())
 
 
-STARTUP = Expectation(kinds=("ready", "import_failed", "invalid"))
+STARTUP = Expectation(kinds=("ready", "import_failed", "invalid", "forbidden"))
 FINISH = Expectation(kinds=("finished",))  # after the last case: the guard's last, full check
 
 
@@ -161,6 +161,7 @@ STARTUP_FIELDS: dict[str, tuple[dict[str, Callable[[Any, str], Any]], tuple[str,
     "ready": ({"kind": _short_text}, ()),
     "import_failed": ({"kind": _short_text, "error": _text, "memory": _flag}, ("error",)),
     "invalid": ({"kind": _short_text, "message": _text}, ("message",)),
+    "forbidden": ({"kind": _short_text, "forbidden": _text}, ("forbidden",)),  # the runtime guard's finding at import
     "finished": ({"kind": _short_text, "forbidden": _text}, ()),
 }
 

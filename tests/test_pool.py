@@ -180,7 +180,7 @@ def server_dies_mid_grading(spec, prepared, warm, tmp_path):
     assert not warm.alive()
     report = grade(spec, prepared, warm, [honest(tmp_path)])["honest"]
     assert report.verdict == "accepted" and "warm pool" in report.isolation
-    assert warm.generation == 2 and warm.alive()
+    assert warm.generation == 2 and warm.alive(), (warm.server.returncode, warm.log.text()[-3000:])
     assert leftover_cgroups() == []
 
 
@@ -207,3 +207,17 @@ print(results)
         pytest.skip("the probe calls clone by its x86_64 number")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == str([True] * 9), result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("caught", [False, True])
+def test_a_forbidden_use_at_import_is_the_verdict_and_no_case_runs(spec, prepared, warm, tmp_path, caught):
+    # Whether the refusal's exception escapes the import or the file catches it, the guard's finding
+    # decides at once: no case runs (a slow case could otherwise end it as a time limit first).
+    call = "torch.softmax(torch.ones(3), 0)"
+    line = f"try:\n    {call}\nexcept Exception:\n    pass\n" if caught else f"{call}\n"
+    path = tmp_path / f"{PREFIX}at_import.py"
+    path.write_text("import torch\n" + line + "\n\n" + HONEST.read_text())
+    report = grade(spec, prepared, warm, [path])["at_import"]
+    assert report.verdict == "forbidden_api"
+    assert report.message.startswith(f"importing the file used the function torch.softmax (line {2 + caught} of {path.name})"), report.message
+    assert all(case.status == "forbidden_api" and case.message.startswith("not run: importing the file") for case in report.cases)

@@ -237,16 +237,20 @@ def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.Buffe
     # Wait for the grader to finish setting our limits before any submission code runs.
     header, _ = read_frame(requests)
     assert header["kind"] == "start"
+    failed: dict[str, Any] | None = None
     try:
         module = load_submission(submission)
     except BaseException as error:  # noqa: BLE001
-        reply = {"kind": "import_failed"} | _error_report(error, submission)
-        found = findings()
-        if found:
-            results.write(text_frame({"kind": "import_failed", "error": str(reply["error"]), "forbidden": explain(found)}))
-            results.flush()
-        else:
-            write_frame(results, reply)
+        failed = {"kind": "import_failed"} | _error_report(error, submission)
+    # What the import did (or tried to hide) decides before anything else: no case is run after a
+    # forbidden use at import, even one whose exception the submission caught.
+    found = findings(True)
+    if found:
+        results.write(text_frame({"kind": "forbidden", "forbidden": explain(found)}))
+        results.flush()
+        return
+    if failed is not None:
+        write_frame(results, failed)
         return
     fn = getattr(module, config["entry_point"], None)
     if fn is None:
@@ -259,7 +263,6 @@ def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.Buffe
         write_frame(results, {"kind": "invalid", "message": problem})
         return
     write_frame(results, {"kind": "ready"})
-    # What the import did (or tried to hide) is told with the first case's reply.
 
     while True:
         try:
