@@ -1,5 +1,5 @@
-"""Every output format, on real reports graded through the command line: valid for the platform that
-reads it, and its numbers the report's.
+"""Every output format, on real reports of the grader (and as the command line writes them): valid
+for the platform that reads it, and its numbers the report's.
 
 The two results.json schemas are written from the platforms' published specifications: Gradescope's
 autograder specification (gradescope-autograders.readthedocs.io, "Autograder Specifications") and
@@ -21,6 +21,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from grader.batch import Pool
 from grader.formats import FORMATS, Options, render
 from grader.formats.gradescope import to_gradescope
 from grader.formats.junit import render_junit
@@ -156,6 +157,19 @@ def graded(name: str, fmt: str, *extra: str) -> tuple[str, subprocess.CompletedP
         return out.read_text(), result
 
 
+@cache
+def reports() -> dict[str, Report]:
+    """Every file's report, graded once per test worker as a batch (tests/test_batch.py: a batch's
+    reports are those of the command line), hints and warnings as the command line sets them."""
+    spec = load_spec()
+    return dict(Pool(spec, SEED, jobs=2).map(FILES.items()))
+
+
+def rendered(name: str, fmt: str) -> str:
+    """What `--format fmt` prints for FILES[name] with the default options."""
+    return render(reports()[name], fmt, load_spec(), Options())
+
+
 def run_without_seed(*args: str) -> subprocess.CompletedProcess:
     """The command line with no secret seed anywhere (none in the environment, whatever this one has)."""
     env = {k: v for k, v in os.environ.items() if k != "MLM_GRADER_SEED"}
@@ -163,19 +177,28 @@ def run_without_seed(*args: str) -> subprocess.CompletedProcess:
 
 
 def report_of(name: str) -> dict:
-    """The grader's own JSON report of the same file and seed (the same report, timings aside)."""
-    return json.loads(graded(name, "json")[0])
+    """The grader's own JSON report of the same file and seed."""
+    return json.loads(rendered(name, "json"))
+
+
+def test_the_command_line_writes_the_format_and_logs_the_table():
+    text, run = graded("wrong", "gradescope")
+    results = json.loads(text)
+    jsonschema.validate(results, GRADESCOPE_SCHEMA)
+    assert run.returncode == 1 and results["extra_data"]["verdict"] == "wrong_answer"
+    assert "Verdict:    WRONG_ANSWER" in run.stdout  # with --output, stdout carries the human report as a log
+    alike = json.loads(rendered("wrong", "gradescope"))  # the same report but for its timing and the warm pool's note
+    for timed in (results, alike):
+        timed["execution_time"] = timed["extra_data"]["isolation"] = None
+    assert results == alike
 
 
 @pytest.mark.parametrize("name", FILES)
 def test_gradescope_results_follow_the_specification_and_add_up(name):
-    text, run = graded(name, "gradescope")
-    results = json.loads(text)
+    results = json.loads(rendered(name, "gradescope"))
     jsonschema.validate(results, GRADESCOPE_SCHEMA)
     report = report_of(name)
     assert results["extra_data"]["verdict"] == report["verdict"] == VERDICTS[name]
-    assert run.returncode == (0 if name == "correct" else 1)
-    assert "Verdict:" in run.stdout  # with --output, stdout carries the human report as a log
     tests = results["tests"]
     assert math.isclose(sum(t["score"] for t in tests), results["score"], abs_tol=1e-9)
     assert math.isclose(sum(t["max_score"] for t in tests), 100.0, abs_tol=1e-9) and results["extra_data"]["max_score"] == 100.0
@@ -197,7 +220,7 @@ def test_gradescope_results_follow_the_specification_and_add_up(name):
 
 @pytest.mark.parametrize("name", FILES)
 def test_prairielearn_results_follow_the_specification_and_add_up(name):
-    results = json.loads(graded(name, "prairielearn")[0])
+    results = json.loads(rendered(name, "prairielearn"))
     jsonschema.validate(results, PRAIRIELEARN_SCHEMA)
     report = report_of(name)
     assert results["verdict"] == report["verdict"]
@@ -221,7 +244,7 @@ def check_junit_structure(element: ET.Element) -> None:
 
 @pytest.mark.parametrize("name", FILES)
 def test_junit_parses_back_with_one_testcase_per_case(name):
-    suite = ET.fromstring(graded(name, "junit")[0].encode())
+    suite = ET.fromstring(rendered(name, "junit").encode())
     report = report_of(name)
     assert suite.tag == "testsuite" and suite.get("name") == str(FILES[name])
     check_junit_structure(suite)
@@ -284,7 +307,7 @@ def test_per_case_scoring_with_family_weights_on_a_real_report(tmp_path):
     spec.write_text(text)
     results = json.loads(graded("runtime_error", "gradescope", "--spec", str(spec), "--points", "40", "--hidden-visibility", "hidden")[0])
     jsonschema.validate(results, GRADESCOPE_SCHEMA)
-    cases = report_of("runtime_error")["cases"]
+    cases = json.loads(graded("runtime_error", "json")[0])["cases"]
     weights = [3 if c["family"] == "edge_shapes" else 1 for c in cases]
     expected = sum(40 * w / sum(weights) for w, c in zip(weights, cases, strict=True) if c["status"] == "passed")
     assert 0 < expected < 40 and math.isclose(results["score"], expected, abs_tol=0.01 * len(cases))

@@ -1,12 +1,16 @@
 """Hostile submissions: each is rejected with its precise verdict and leaves no trace.
 
-Each wall is proven alone: every hostile file runs twice, once with the static check skipped
-(`--no-static-check`, so the runtime guard, the protocol checks and the sandbox face it alone:
-it must get its folder's verdict) and once with it (it must get `forbidden_api`, or the verdict
-named by a `# static check: <verdict>` line in the file, for attacks no static rule can see).
-After each run the host is checked: no marker file anywhere they tried to write, no process of
-theirs, no cgroup left, the checkout unchanged, the loopback service untouched, and the secret
-seed nowhere in the output.
+Each wall is proven alone. Every hostile file is graded as `python -m grader FILE` grades it (its
+child walled in by bubblewrap, under a secret seed), with the static check skipped (as with
+`--no-static-check`, so the runtime guard, the protocol checks and the sandbox face it alone): it
+must get its folder's verdict. The static check alone must refuse it too (or find
+nothing in it, where a `# static check: <verdict>` line names the verdict of an attack no static
+rule can see: the grading with the static check is then the one without it). The static check is
+the grader's own code (grader/judge.py read_source, grader/policy.py check), run here directly:
+a file it refuses never runs. After each grading the host is checked: no marker file anywhere
+they tried to write, no process of theirs, no cgroup left, the checkout unchanged, the loopback
+service untouched, and the secret seed nowhere in the output. The same files go through the warm
+pool in tests/test_pool.py.
 """
 
 import hashlib
@@ -14,12 +18,17 @@ import os
 import re
 import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from grader import judge, policy
+from grader.formats.json import to_json
 from grader.isolation import bubblewrap_works
-from tests.grading import ROOT, SUBMISSIONS, fast_spec, grade_json
+from grader.judge import read_source
+from grader.spec import load_spec
+from tests.grading import ROOT, SUBMISSIONS, fast_spec
 
 HOSTILE = sorted(SUBMISSIONS.glob("*/hostile_*.py"))
 MARKER = "mlm-hostile-marker"
@@ -66,11 +75,23 @@ def loopback_service():
     server.close()
 
 
+SKIPPED = {".venv", "__pycache__", ".pytest_cache", ".ruff_cache", ".git"}  # not the checkout's own files
+
+
+def checkout_files(skipped: set[str] = SKIPPED) -> list[Path]:
+    """Every file of the checkout but those in the skipped folders, which are pruned rather than
+    walked (.venv alone holds tens of thousands of files)."""
+    found = []
+    for folder, subfolders, files in os.walk(ROOT):
+        subfolders[:] = sorted(d for d in subfolders if d not in skipped)
+        found += [Path(folder, f) for f in sorted(files)]
+    return found
+
+
 def checkout_digest() -> str:
     digest = hashlib.sha256()
-    skipped = {".venv", "__pycache__", ".pytest_cache", ".ruff_cache", ".git"}
-    for path in sorted(ROOT.rglob("*")):
-        if path.is_file() and not skipped & set(path.parts):
+    for path in checkout_files():
+        if path.is_file():
             digest.update(str(path).encode() + path.read_bytes())
     return digest.hexdigest()
 
@@ -79,7 +100,7 @@ def markers() -> list[Path]:
     """Marker files where hostile code tries to write: the top of /tmp and $HOME (other tests'
     temporary folders come and go below them), and anywhere in the checkout."""
     found = [p for place in (Path("/tmp"), Path.home(), Path.cwd()) for p in place.glob(f"{MARKER}*")]
-    return found + [p for p in ROOT.rglob(f"{MARKER}*") if ".venv" not in p.parts]
+    return found + [p for p in checkout_files({".venv"}) if p.name.startswith(MARKER)]
 
 
 def their_processes(name: str) -> list[int]:
@@ -103,31 +124,52 @@ def verdict_with_static_check(path: Path) -> str:
     return found.group(1) if found else "forbidden_api"
 
 
-@pytest.mark.skipif(not bubblewrap_works(), reason="--no-static-check needs bubblewrap (CI installs it)")
-@pytest.mark.parametrize("static_check", [False, True], ids=["walls-alone", "with-static-check"])
 @pytest.mark.parametrize("path", HOSTILE, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_hostile_file_is_rejected_and_leaves_no_trace(path, static_check, tmp_path, loopback_service):
+def test_the_static_check_alone_refuses_hostile_file(path):
+    spec = load_spec()
+    source, tree = read_source(path, spec.limits.source_bytes)
+    violations = policy.check(tree, source.decode(), spec.policy)
+    if verdict_with_static_check(path) == "forbidden_api":
+        assert violations, f"{path.name}: the static check finds nothing"
+    else:  # an attack no static rule sees: its grading with the static check is the one without
+        assert violations == [] and verdict_with_static_check(path) == path.parent.name
+
+
+@pytest.fixture(scope="module")
+def grade_walls_alone(tmp_path_factory) -> Callable[[Path, bool], dict]:
+    """The JSON report of judge.grade (what `python -m grader FILE --no-static-check --json` runs),
+    the secret seed's cases prepared once per test worker; quick: the short time limits."""
+    specs = {False: load_spec(), True: load_spec(fast_spec(tmp_path_factory.mktemp("spec")))}
+    prepared: dict[bool, judge.Prepared] = {}
+
+    def grade(path: Path, quick: bool) -> dict:
+        if quick not in prepared:
+            prepared[quick] = judge.prepare(specs[quick], SECRET)
+        report = judge.grade(path, specs[quick], SECRET, backend="bubblewrap", static_check=False, prepared=prepared[quick])
+        return to_json(report)
+
+    return grade
+
+
+@pytest.mark.skipif(not bubblewrap_works(), reason="skipping the static check needs bubblewrap (CI installs it)")
+@pytest.mark.parametrize("path", HOSTILE, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_hostile_file_is_rejected_by_the_walls_alone_and_leaves_no_trace(path, tmp_path, loopback_service, grade_walls_alone):
     before = checkout_digest()
     # A copy named for this run, so that the leftover checks below see this run's processes and
-    # cgroups only, not those of the same file graded the other way by another test worker.
-    run_name = f"{path.stem}_{'static' if static_check else 'walls'}"
+    # cgroups only, not those of another test worker.
+    run_name = f"{path.stem}_walls"
     copy = tmp_path / f"{run_name}.py"
     copy.write_bytes(path.read_bytes())
-    extra = ["--spec", str(fast_spec(tmp_path))] if path.parent.name == "time_limit_exceeded" else []
-    extra += [] if static_check else ["--no-static-check"]
-    report, status = grade_json(str(copy), *extra, env={"MLM_GRADER_SEED": SECRET})
+    report = grade_walls_alone(copy, path.parent.name == "time_limit_exceeded")
 
-    expected = verdict_with_static_check(path) if static_check else path.parent.name
-    assert report["verdict"] == expected, report["message"]
-    assert status == 1
+    assert report["verdict"] == path.parent.name, report["message"]
     assert SECRET not in report["stdout"] + report["stderr"] + report["message"]
     assert markers() == []
     assert their_processes(run_name) == []
     assert their_cgroups(run_name) == []
     assert checkout_digest() == before
     assert loopback_service == []
-    if bubblewrap_works():
-        assert report["isolation"].startswith("bubblewrap")
-    if path.stem == "hostile_flood_output" and not static_check:  # 24 MB were written: what is kept stays capped
+    assert report["isolation"].startswith("bubblewrap")
+    if path.stem == "hostile_flood_output":  # 24 MB were written: what is kept stays capped
         assert len(report["stdout"]) < 70_000 and "more bytes not kept" in report["stdout"]
         assert len(report["stderr"]) < 70_000

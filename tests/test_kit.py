@@ -15,10 +15,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from grader.batch import Pool
 from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, make_cases
 from grader.expected import expected_for
+from grader.formats.json import to_json
 from grader.spec import load_spec
-from tests.grading import ROOT, SUBMISSIONS, run_grader
+from tests.grading import ROOT, SUBMISSIONS
 
 SPEC = load_spec()
 PUBLIC = [t.name for t in SPEC.templates if t.settings["visibility"] == "public"]
@@ -209,9 +211,11 @@ def test_check_agrees_with_the_grader_on_the_public_cases(kit: Path, tmp_path: P
     outside.mkdir()
     accepted = [shutil.copy(SUBMISSIONS / "accepted" / name, outside / name) for name in ACCEPTED]
     rejected = [SUBMISSIONS / name for name in REJECTED]
-    with ThreadPoolExecutor(2) as pool:
-        checks = list(pool.map(lambda path: check(kit, str(path)), [*accepted, *rejected]))
-        graded = list(pool.map(lambda path: run_grader("--public", "--format", "json", str(path)), rejected))
+    with ThreadPoolExecutor(2) as threads:
+        checks = list(threads.map(lambda path: check(kit, str(path)), [*accepted, *rejected]))
+    # The grader's --public reports, graded as a batch (tests/test_batch.py: a batch's reports are
+    # those of the single-file command).
+    graded = dict(Pool(SPEC, SPEC.default_hidden_seed, jobs=2, public_only=True).map((path, path) for path in rejected))
 
     for path, run in zip(accepted, checks[: len(accepted)], strict=True):
         assert run.returncode == 0, (path.name, run.stdout, run.stderr)
@@ -221,10 +225,10 @@ def test_check_agrees_with_the_grader_on_the_public_cases(kit: Path, tmp_path: P
         assert len(rows(run.stdout)) == len(PUBLIC) and all(" ok " in line for line in rows(run.stdout).values()), run.stdout
         assert "isolation: " in run.stdout
 
-    for path, run, grader in zip(rejected, checks[len(accepted) :], graded, strict=True):
-        report = json.loads(grader.stdout)
+    for path, run in zip(rejected, checks[len(accepted) :], strict=True):
+        report = to_json(graded[path])
         where = f"{path.parent.name}/{path.name}:\n{run.stdout}\n{run.stderr}"
-        assert report["verdict"] == path.parent.name and grader.returncode == 1, where
+        assert report["verdict"] == path.parent.name and report["public_only"], where
         assert run.returncode == 1, where
         assert f"Verdict:    {report['verdict'].upper()} (public cases only)\n" in run.stdout, where
         assert report["message"] in run.stdout, where
