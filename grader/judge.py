@@ -322,8 +322,15 @@ def grade(
     report = Report(Verdict.GRADER_ERROR, "", str(path), seed_public_id(hidden_seed), backend, public_only=public_only)
     received: Received = {}  # case name -> what the child returned, failing cases only
     cases: list[Case] = []
+    def check_policy() -> None:  # the policy reads the installed torch's names: its first call imports torch
+        violations = policy.check(tree, source.decode(), spec.policy) if static_check else []
+        if violations:
+            raise Rejection(Verdict.FORBIDDEN_API, policy.explain(violations))
+
     try:
         source, tree = read_source(path, spec.limits.source_bytes)
+        if prepared is not None:  # a batch has imported torch: the check takes milliseconds, and a refused file costs no child
+            check_policy()
     except Rejection as rejection:
         report.verdict, report.message = rejection.verdict, rejection.message
         report.seconds = time.monotonic() - started
@@ -331,14 +338,13 @@ def grade(
 
     # ignore_cleanup_errors: under the uid backend the runner user may leave files we cannot remove
     with tempfile.TemporaryDirectory(prefix="mlm-grader-", ignore_cleanup_errors=True) as workdir:
-        # The child imports torch while we check the policy and build the cases; it runs no
-        # submission code until _startup sends it the start frame.
+        # One grading: the child imports torch while we check the policy (importing torch) and build
+        # the cases; it runs no submission code until _startup sends it the start frame.
         with start(Path(workdir), source, path.name, spec, backend) as child, (watch or nullcontext)(child):
             report.isolation = child.isolation
             try:
-                violations = policy.check(tree, source.decode(), spec.policy) if static_check else []
-                if violations:
-                    raise Rejection(Verdict.FORBIDDEN_API, policy.explain(violations))
+                if prepared is None:
+                    check_policy()
                 made: list[tuple[list[Case], Callable[[int], Expected]]] = []
 
                 def make() -> None:
