@@ -1,10 +1,15 @@
 """The runtime guard: each layer sees what it is there for, honest operations pass, and once armed
 it cannot be switched off, emptied or bypassed by another thread without that showing."""
 
+import atexit
 import json
+import select
 import subprocess
 import sys
+import tempfile
 import textwrap
+from functools import cache
+from pathlib import Path
 
 import pytest
 import torch
@@ -141,14 +146,64 @@ def attempt(label, job):
 """
 
 
+# A process that has imported torch and the child's modules, and forks one child per script: each
+# script then arms a guard of its own in a process of its own, without paying for a torch import.
+FORK_SERVER = """
+import json, os, sys, traceback
+sys.path.insert(0, {kit!r})
+import torch
+from child import runner, wire
+from child.guard import Guard
+Guard({functions!r}, {operators!r}, "").kernels_to_override()  # found once, as the pool's server does
+for line in sys.stdin:
+    request = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        for fd, path in ((1, request["out"]), (2, request["err"])):
+            os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        status = 0
+        try:
+            exec(compile(request["script"], "<armed>", "exec"), {{"__name__": "__main__"}})
+        except SystemExit as end:
+            status = end.code if isinstance(end.code, int) else 1
+        except BaseException:
+            traceback.print_exc()
+            status = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    _, wait_status = os.waitpid(pid, 0)
+    print(os.waitstatus_to_exitcode(wait_status), flush=True)
+"""
+
+
+@cache
+def fork_server() -> subprocess.Popen:
+    source = FORK_SERVER.format(kit=str(ROOT / "grader"), functions=POLICY["forbidden_functions"], operators=POLICY["forbidden_operators"])
+    env = {"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
+    server = subprocess.Popen([sys.executable, "-c", source], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    atexit.register(server.kill)
+    return server
+
+
 def armed(code: str) -> tuple[list[str], dict[str, str]]:
-    """Run `code` after arming a guard in a fresh interpreter: (its findings, what `seen` holds)."""
+    """Run `code` after arming a guard in a fresh process (forked from one that imported torch):
+    (its findings, what `seen` holds)."""
     prelude = PRELUDE.format(kit=str(ROOT / "grader"), functions=POLICY["forbidden_functions"], operators=POLICY["forbidden_operators"])
     script = prelude + textwrap.dedent(code) + "\nprint(json.dumps([guard.findings(), seen]))\n"
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
-    assert result.returncode == 0 and result.stdout, result.stderr[-3000:]
-    found, seen = json.loads(result.stdout.splitlines()[-1])
-    seen["stderr"] = result.stderr
+    server = fork_server()
+    with tempfile.TemporaryDirectory() as folder:
+        out, err = Path(folder) / "stdout", Path(folder) / "stderr"
+        server.stdin.write(json.dumps({"script": script, "out": str(out), "err": str(err)}) + "\n")
+        server.stdin.flush()
+        ready, _, _ = select.select([server.stdout], [], [], 180)
+        assert ready, "the armed script did not end within 180 s"
+        status = server.stdout.readline()
+        stdout, stderr = out.read_text(), err.read_text()
+    assert status.strip() == "0" and stdout, f"exit status {status.strip() or '(the fork server ended)'}\n{stderr[-3000:]}"
+    found, seen = json.loads(stdout.splitlines()[-1])
+    seen["stderr"] = stderr
     return found, seen
 
 
