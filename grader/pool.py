@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -127,11 +128,18 @@ class WarmPool:
         self.broken = ""  # why the server cannot be started: every child is then a child of its own
         self._workdir = tempfile.TemporaryDirectory(prefix="mlm-grader-pool-")
         shutil.copytree(CHILD_PACKAGE, Path(self._workdir.name) / "kit" / "child", ignore=shutil.ignore_patterns("__pycache__"))
+        # Every server is started from this one thread, which lives as long as the pool: bubblewrap's
+        # --die-with-parent fires when the *thread* that started it ends, and a server started again
+        # from a batch's job thread would die with that thread.
+        self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mlm-grader-pool-server")
         self._start()
 
     # -- the server -------------------------------------------------------------------------------
 
     def _start(self) -> None:
+        self._starter.submit(self._start_here).result()
+
+    def _start_here(self) -> None:
         self.generation += 1
         self.control, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         runner_config = Child.child_config(self.spec, "")
@@ -227,6 +235,7 @@ class WarmPool:
     def close(self) -> None:
         with self._lock:
             self._stop_server()
+        self._starter.shutdown()
         self._workdir.cleanup()
 
     # -- children ---------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from contextlib import closing
 from pathlib import Path
 
@@ -178,8 +179,9 @@ def server_dies_mid_grading(spec, prepared, warm, tmp_path):
     assert report.verdict == "accepted", report.message
     assert "warm pool" not in report.isolation  # graded again, in a child of its own
     assert not warm.alive()
-    report = grade(spec, prepared, warm, [honest(tmp_path)])["honest"]
+    report = grade(spec, prepared, warm, [honest(tmp_path)])["honest"]  # the server is started again by a job's thread
     assert report.verdict == "accepted" and "warm pool" in report.isolation
+    time.sleep(1)  # the job's thread has ended: the new server must not have ended with it (bubblewrap's --die-with-parent)
     assert warm.generation == 2 and warm.alive(), (warm.server.returncode, warm.log.text()[-3000:])
     assert leftover_cgroups() == []
 
