@@ -72,6 +72,9 @@ RECORD_EVENT = "mlm_grader.guard.record"  # audit events between the guard and i
 READ_EVENT = "mlm_grader.guard.read"
 TAMPERED = "the runtime guard was tampered with"
 RECORD_LIMIT = 10000  # findings kept; anything in the record already decides the verdict
+# Characters of one text field of a finding's frame: escaped as \uXXXX (6 bytes each) it stays
+# under the grader's limit on a frame's header (wire.MAX_HEADER_BYTES, 1 MiB); the grader shows fewer.
+TEXT_LIMIT = 100_000
 # Reads of the record after which the whole guard is checked (modules, functions, kernels:
 # about 3 ms); every read checks the mode stacks and the profile function, and the runner's last
 # read, after the last case, is always full. A change that is still there at the last read shows.
@@ -327,10 +330,13 @@ class Guard:
         _audit(READ_EVENT, found, full)
         return found
 
-    def text_frame(self, fields: dict[str, str], _quote: Any = json.encoder.encode_basestring_ascii, _pack: Any = _pack_length) -> bytes:
+    def text_frame(
+        self, fields: dict[str, str], _quote: Any = json.encoder.encode_basestring_ascii, _pack: Any = _pack_length, _len: Any = len, _limit: int = TEXT_LIMIT
+    ) -> bytes:
         """A frame of text fields and no tensors, encoded without any code the submission could
-        have replaced: how a finding is told when the guard itself was tampered with."""
-        body = ", ".join(_quote(key) + ": " + _quote(value) for key, value in fields.items())
+        have replaced: how a finding is told when the guard itself was tampered with. Each text is
+        cut to TEXT_LIMIT characters, so that the frame stays within what the grader reads."""
+        body = ", ".join(_quote(key) + ": " + _quote(value if _len(value) <= _limit else value[:_limit] + " [cut]") for key, value in fields.items())
         header = ("{" + body + ', "tensors": []}').encode("ascii")
         return _pack(len(header)) + header
 

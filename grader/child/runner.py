@@ -237,20 +237,21 @@ def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.Buffe
     # Wait for the grader to finish setting our limits before any submission code runs.
     header, _ = read_frame(requests)
     assert header["kind"] == "start"
-    failed: dict[str, Any] | None = None
+    failed: BaseException | None = None
     try:
         module = load_submission(submission)
     except BaseException as error:  # noqa: BLE001
-        failed = {"kind": "import_failed"} | _error_report(error, submission)
+        failed = error
     # What the import did (or tried to hide) decides before anything else: no case is run after a
-    # forbidden use at import, even one whose exception the submission caught.
+    # forbidden use at import, even one whose exception the submission caught. It is told before
+    # the exception is described, which runs the exception's own code (its __str__ may raise).
     found = findings(True)
     if found:
         results.write(text_frame({"kind": "forbidden", "forbidden": explain(found)}))
         results.flush()
         return
     if failed is not None:
-        write_frame(results, failed)
+        write_frame(results, {"kind": "import_failed"} | _error_report(failed, submission))
         return
     fn = getattr(module, config["entry_point"], None)
     if fn is None:
