@@ -235,6 +235,7 @@ class WarmPool:
     def close(self) -> None:
         with self._lock:
             self._stop_server()
+            self.broken = "the warm pool was closed"  # a grading that asks it for a child after this gets a child of its own
         self._starter.shutdown()
         self._workdir.cleanup()
 

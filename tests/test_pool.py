@@ -186,6 +186,17 @@ def server_dies_mid_grading(spec, prepared, warm, tmp_path):
     assert leftover_cgroups() == []
 
 
+def test_a_grading_that_asks_a_closed_pool_for_a_child_gets_one_of_its_own(spec, prepared, tmp_path):
+    warm = WarmPool(spec)
+    assert "warm pool" in grade(spec, prepared, warm, [honest(tmp_path)])["honest"].isolation  # its server was ready once
+    warm.close()
+    pool = batch.Pool(spec, SEED, jobs=1, backend="bubblewrap", prepared=prepared, static_check=False)
+    report = dict(pool.map([("honest", honest(tmp_path))], warm=warm))["honest"]
+    assert report.verdict == "accepted", report.message
+    assert "warm pool" not in report.isolation and pool.warm_note == "the warm pool was closed"
+    assert warm.generation == 1 and not warm.alive()  # no server started again after close()
+
+
 def test_the_pool_childs_filter_refuses_new_namespaces_but_not_a_plain_fork():
     program = isolation.seccomp_program("pool_child")
     probe = f"""
