@@ -322,6 +322,7 @@ def grade(
     report = Report(Verdict.GRADER_ERROR, "", str(path), seed_public_id(hidden_seed), backend, public_only=public_only)
     received: Received = {}  # case name -> what the child returned, failing cases only
     cases: list[Case] = []
+
     def check_policy() -> None:  # the policy reads the installed torch's names: its first call imports torch
         violations = policy.check(tree, source.decode(), spec.policy) if static_check else []
         if violations:
