@@ -8,7 +8,6 @@ to the last; growing with the number of submissions, it climbs. Needs /proc/PID/
     .venv/bin/python bench/batch_memory.py [N] [JOBS]      (default: 200 submissions, 2 jobs)
 """
 
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -16,7 +15,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from batch_time import ENV, FOLDERS, ROOT, mix  # noqa: E402
+from batch_time import ENV, FOLDERS, ROOT, class_folder  # noqa: E402
 
 MIB = 1 << 20
 
@@ -35,35 +34,27 @@ def tree(root: int) -> list[int]:
     return found
 
 
-def pss_bytes(pid: int) -> int:
+def proc_bytes(pid: int, file: str, key: str) -> int:
+    """A size in kB that /proc/PID/FILE gives on its line `key:`, in bytes; 0 once the process has
+    ended (or is not ours to read)."""
     try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass  # ended meanwhile, or not ours to read
-    return 0
-
-
-def high_water_bytes(pid: int) -> int:
-    """The process's own resident peak so far (VmHWM)."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+        for line in Path(f"/proc/{pid}/{file}").read_text().splitlines():
+            if line.startswith(f"{key}:"):
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError):
         pass
     return 0
 
 
+def pss_bytes(pid: int) -> int:
+    return proc_bytes(pid, "smaps_rollup", "Pss")
+
+
 def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     jobs = int(sys.argv[2]) if len(sys.argv) > 2 else 2
     with tempfile.TemporaryDirectory(prefix="mlm-grader-bench-") as tmp:
-        folder = Path(tmp) / "class"
-        folder.mkdir()
-        for number, source in enumerate(mix(count)):
-            shutil.copy(source, folder / f"s{number:03}_{source.parent.name}_{source.stem}.py")
+        folder = class_folder(Path(tmp), count)
         out = Path(tmp) / "results.jsonl"
         command = [sys.executable, "-m", "grader", "batch", str(folder), "--jobs", str(jobs), "--out", str(out)]
         started = time.perf_counter()
@@ -71,7 +62,7 @@ def main() -> None:
         samples: list[tuple[float, int]] = []
         most_processes = grader_peak = 0
         while batch.poll() is None:
-            grader_peak = max(grader_peak, high_water_bytes(batch.pid))
+            grader_peak = max(grader_peak, proc_bytes(batch.pid, "status", "VmHWM"))  # its own resident peak so far
             pids = tree(batch.pid)
             most_processes = max(most_processes, len(pids))
             samples.append((time.perf_counter() - started, sum(map(pss_bytes, pids))))

@@ -32,6 +32,15 @@ def mix(count: int) -> list[Path]:
     return list(itertools.islice(turns, count))
 
 
+def class_folder(parent: Path, count: int) -> Path:
+    """A folder of `count` submissions from mix(), each named for its place, folder and file."""
+    folder = parent / "class"
+    folder.mkdir()
+    for number, source in enumerate(mix(count)):
+        shutil.copy(source, folder / f"s{number:03}_{source.parent.name}_{source.stem}.py")
+    return folder
+
+
 def grade_one_by_one(files: list[Path], verdicts: dict[str, str]) -> float:
     started = time.perf_counter()
     for path in files:
@@ -78,10 +87,7 @@ def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 40
     jobs = int(sys.argv[2]) if len(sys.argv) > 2 else 2
     with tempfile.TemporaryDirectory(prefix="mlm-grader-bench-") as tmp:
-        folder = Path(tmp) / "class"
-        folder.mkdir()
-        for number, source in enumerate(mix(count)):
-            shutil.copy(source, folder / f"s{number:03}_{source.parent.name}_{source.stem}.py")
+        folder = class_folder(Path(tmp), count)
         files = sorted(folder.glob("*.py"))
 
         single: dict[str, str] = {}

@@ -10,6 +10,19 @@ ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
 
 
+SKIPPED = {".venv", "__pycache__", ".pytest_cache", ".ruff_cache", ".git"}  # not the checkout's own files
+
+
+def checkout_files(skipped: set[str] = SKIPPED) -> list[Path]:
+    """Every file of the checkout but those in the skipped folders, which are pruned rather than
+    walked (.venv alone holds tens of thousands of files)."""
+    found = []
+    for folder, subfolders, files in os.walk(ROOT):
+        subfolders[:] = sorted(d for d in subfolders if d not in skipped)
+        found += [Path(folder, f) for f in sorted(files)]
+    return found
+
+
 def ordinary_files(folder: str) -> list[Path]:
     """The files of a verdict folder that are safe to load into this process: hostile_* files
     attack whatever runs them, so they run only inside the sandbox (tests/test_hostile.py)."""

@@ -12,7 +12,7 @@ import pytest
 
 from grader import cli
 from grader.results import Verdict
-from tests.grading import ROOT, SUBMISSIONS, grade_json, run_grader
+from tests.grading import ROOT, SUBMISSIONS, checkout_files, grade_json, run_grader
 
 CORRECT = SUBMISSIONS / "accepted" / "plain_helpers.py"
 
@@ -150,8 +150,7 @@ def test_printing_a_fake_verdict_does_not_help(tmp_path):
 
 def test_grading_changes_nothing_in_the_repository():
     def snapshot():
-        skipped = {".venv", "__pycache__", ".pytest_cache", ".ruff_cache"}
-        return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in ROOT.rglob("*") if p.is_file() and not skipped & set(p.parts)}
+        return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in checkout_files({".venv", "__pycache__", ".pytest_cache", ".ruff_cache"}) if p.is_file()}
 
     before = snapshot()
     run_grader(str(SUBMISSIONS / "runtime_error" / "raises_in_call.py"))

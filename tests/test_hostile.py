@@ -28,7 +28,7 @@ from grader.formats.json import to_json
 from grader.isolation import bubblewrap_works
 from grader.judge import read_source
 from grader.spec import load_spec
-from tests.grading import ROOT, SUBMISSIONS, fast_spec
+from tests.grading import SUBMISSIONS, checkout_files, fast_spec
 
 HOSTILE = sorted(SUBMISSIONS.glob("*/hostile_*.py"))
 MARKER = "mlm-hostile-marker"
@@ -75,19 +75,6 @@ def loopback_service():
     server.close()
 
 
-SKIPPED = {".venv", "__pycache__", ".pytest_cache", ".ruff_cache", ".git"}  # not the checkout's own files
-
-
-def checkout_files(skipped: set[str] = SKIPPED) -> list[Path]:
-    """Every file of the checkout but those in the skipped folders, which are pruned rather than
-    walked (.venv alone holds tens of thousands of files)."""
-    found = []
-    for folder, subfolders, files in os.walk(ROOT):
-        subfolders[:] = sorted(d for d in subfolders if d not in skipped)
-        found += [Path(folder, f) for f in sorted(files)]
-    return found
-
-
 def checkout_digest() -> str:
     digest = hashlib.sha256()
     for path in checkout_files():
@@ -129,10 +116,11 @@ def test_the_static_check_alone_refuses_hostile_file(path):
     spec = load_spec()
     source, tree = read_source(path, spec.limits.source_bytes)
     violations = policy.check(tree, source.decode(), spec.policy)
-    if verdict_with_static_check(path) == "forbidden_api":
+    expected = verdict_with_static_check(path)
+    if expected == "forbidden_api":
         assert violations, f"{path.name}: the static check finds nothing"
     else:  # an attack no static rule sees: its grading with the static check is the one without
-        assert violations == [] and verdict_with_static_check(path) == path.parent.name
+        assert violations == [] and expected == path.parent.name
 
 
 @pytest.fixture(scope="module")
