@@ -130,10 +130,12 @@ class Pool:
         public_only: bool = False,
         prepared: judge.Prepared | None = None,
         static_check: bool = True,
+        restricted: bool = True,
     ) -> None:
         if jobs < 1:
             raise ValueError("jobs must be at least 1")
-        self.spec, self.seed, self.public_only, self.static_check = spec, seed, public_only, static_check
+        self.spec, self.seed, self.public_only = spec, seed, public_only
+        self.static_check, self.restricted = static_check and restricted, restricted
         self.warnings = spec.seed_warnings(seed, public_only)
         self.backend = backend or choose_backend("auto", secret_seed=seed != spec.default_hidden_seed)
         # The uid backend kills every process of the runner user after each grading.
@@ -155,6 +157,7 @@ class Pool:
                 backend=self.backend,
                 prepared=self.prepared,
                 static_check=self.static_check,
+                restricted=self.restricted,
                 watch=cancel.watch if cancel else None,
             )
             try:

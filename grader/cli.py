@@ -103,6 +103,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="for testing the grader: skip the static policy check so the runtime guard and the sandbox face the "
         "submission alone; refused unless the isolation is bubblewrap, uid or docker",
     )
+    parser.add_argument(
+        "--unrestricted",
+        action="store_true",
+        help="for testing the grader: run the submission as plain Python, without the static check and without the "
+        "capability layer (grader/child/restricted.py), so the runtime guard's operator checks, the protocol and the "
+        "sandbox face it alone; refused unless the isolation is bubblewrap, uid or docker",
+    )
     parser.add_argument("--verbose", action="store_true", help="show the message of every failing case")
     parser.add_argument("--spec", type=Path, default=SPEC_PATH, help="the problem's spec file (default: problem/spec.toml)")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -267,8 +274,9 @@ def _main(args: argparse.Namespace, fmt: str) -> int:
     refuse_default = f"--format {fmt} grades for a course" if fmt in PLATFORM_FORMATS and not args.allow_default_seed else None
 
     def vet_backend(backend: str) -> str | None:
-        if args.no_static_check and backend not in STRONG_BACKENDS:
-            return f"--no-static-check needs bubblewrap, uid or docker isolation (this run would use {backend})"
+        for flag, given in (("--no-static-check", args.no_static_check), ("--unrestricted", args.unrestricted)):
+            if given and backend not in STRONG_BACKENDS:
+                return f"{flag} needs bubblewrap, uid or docker isolation (this run would use {backend})"
         return None
 
     try:
@@ -279,7 +287,15 @@ def _main(args: argparse.Namespace, fmt: str) -> int:
     backend, seed = seeding.backend, seeding.seed
     try:
         # torch is first imported inside grade(), once the child has started (see grader/judge.py)
-        report = grade(args.submission, spec, seed, public_only=args.public, backend=backend, static_check=not args.no_static_check)
+        report = grade(
+            args.submission,
+            spec,
+            seed,
+            public_only=args.public,
+            backend=backend,
+            static_check=not (args.no_static_check or args.unrestricted),
+            restricted=not args.unrestricted,
+        )
         from grader.report import hints
 
         report.hints = hints(report, spec)

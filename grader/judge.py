@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import ast
 import codecs
+import hashlib
+import io
 import stat
 import tempfile
 import time
+import tokenize
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -92,6 +95,13 @@ def read_source(path: Path, limit: int) -> tuple[bytes, ast.Module]:
         offset = bom + error.start
         line = source[:offset].count(b"\n") + 1
         raise reject(f"line {line}: the file is not valid UTF-8 (byte {source[offset]:#04x} at offset {offset})") from None
+    # Python decodes a file by its coding declaration: the text checked and the text run must be one.
+    try:
+        declared, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    except SyntaxError as error:
+        raise reject(f"{error.msg}; submissions are UTF-8: remove the coding declaration") from None
+    if declared not in ("utf-8", "utf-8-sig"):
+        raise reject(f"the file declares the encoding {declared} (a `# coding:` line); submissions are UTF-8: remove that line")
     try:
         tree = ast.parse(text, filename=path.name)
     except SyntaxError as error:
@@ -183,11 +193,14 @@ TOTAL_LIMIT = "the run reached its total limit of {:g} s of wall time"
 MALFORMED = "the submission's process sent malformed data on the grader's channel: "
 
 
-def _startup(child: Child, limits: Limits, meanwhile: Callable[[], object]) -> tuple[Verdict, str] | None:
+def _startup(child: Child, limits: Limits, meanwhile: Callable[[], object], source: bytes, restricted: bool) -> tuple[Verdict, str] | None:
     """None when the child has loaded the submission and found the entry point; else why not.
-    meanwhile() is the grader's own work, done while the child loads the submission."""
+    meanwhile() is the grader's own work, done while the child loads the submission. The start
+    frame carries the hash of the checked text (the child runs only a file with those bytes) and
+    whether the capability layer applies."""
+    start = {"kind": "start", "sha256": hashlib.sha256(source).hexdigest(), "restricted": restricted}
     try:
-        reply, _ = child.request({"kind": "start"}, None, protocol.STARTUP, limits.startup_seconds, meanwhile=meanwhile)
+        reply, _ = child.request(start, None, protocol.STARTUP, limits.startup_seconds, meanwhile=meanwhile)
     except ChildTimeout as timeout:
         if timeout.limit == "total":
             return Verdict.TIME_LIMIT_EXCEEDED, TOTAL_LIMIT.format(limits.total_seconds) + " while loading the submission"
@@ -299,22 +312,27 @@ def grade(
     public_only: bool = False,
     backend: str | None = None,
     static_check: bool = True,
+    restricted: bool = True,
     prepared: Prepared | None = None,
     watch: Callable[[Child], AbstractContextManager[object]] | None = None,
     start: Callable[[Path, bytes, str, Spec, str], Child] = start_child,
 ) -> Report:
     """Grade one submission file, its child walled in by `backend` (see grader/isolation.py; the
     strongest that works here when None). Never raises for anything the submission does.
-    static_check=False skips the policy check so tests can prove the other walls alone; it is
-    refused unless a real sandbox (bubblewrap or uid) holds the child.
+    static_check=False skips the policy check so tests can prove the other walls alone;
+    restricted=False also runs the file as plain Python, without the capability layer
+    (grader/child/restricted.py), so that the runtime guard's operator checks, the protocol and the
+    sandbox face it alone. Both are refused unless a real sandbox (bubblewrap, uid or docker) holds
+    the child.
     prepared: the cases and expected outputs of prepare(spec, hidden_seed, public_only), when a
     batch computed them once; else they are computed here, while the child starts.
     watch(child): entered as soon as the child is started and left just before it is closed, so
     that another thread may end a grading early with child.kill() (a batch that is stopped).
     start(workdir, source, filename, spec, backend): what starts the child (a batch's warm pool
     gives one of its children, grader/pool.py); start_child by default."""
-    if not static_check and backend not in STRONG_BACKENDS:
-        raise ValueError(f"the static check may be skipped only under {' or '.join(STRONG_BACKENDS)} isolation")
+    if not (static_check and restricted) and backend not in STRONG_BACKENDS:
+        raise ValueError(f"the static check and the capability layer may be skipped only under {' or '.join(STRONG_BACKENDS)} isolation")
+    static_check = static_check and restricted
     if prepared is not None and (prepared.seed_id, prepared.public_only) != (seed_public_id(hidden_seed), public_only):
         raise ValueError("the prepared cases were made for another seed or another choice of public cases")
     started = time.monotonic()
@@ -359,7 +377,7 @@ def grade(
                         made.append((made_cases, partial(_expected_of, expected_for, made_cases)))
 
                 # The child loads the submission while the grader imports torch and makes the cases.
-                problem = _startup(child, spec.limits, meanwhile=make)
+                problem = _startup(child, spec.limits, meanwhile=make, source=source, restricted=restricted)
                 if not made:  # the start request itself failed
                     make()
                 cases, expected_of = made[0]

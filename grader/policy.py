@@ -1,27 +1,16 @@
 """Static forbidden-API check: reads the syntax tree (never imports or runs the submission) and
-reports every violation at once, with its line, column, source text and what to do instead.
+reports, with line, column, source text and advice, what the text alone proves to be against the
+rules: an import of a module outside the allowed list; a dotted path from an import (`torch.softmax`,
+`F = torch.nn.functional`, `from torch import _C`) that the real objects show to be forbidden, private
+or a module outside the list; a built-in function name (`.softmax`) on an object the file did not
+define; the forbidden built-ins (eval, exec, open, ...), special names, `type()` with three arguments,
+a metaclass or enum's functional API; class patterns that read private attributes or nest.
 
-It allows rather than forbids. Every attribute name a file uses (`x.name`, `getattr(x, "name")`,
-`from m import name`, the attributes of a class pattern in `match`) must be on an allow-list built
-from the installed torch and numpy: the public, non-module attributes of the allowed modules and of
-the objects they return (tensors, arrays, dtypes, generators, Python's containers and numbers),
-less the forbidden functions and attributes of the spec; or an attribute the file defines itself
-(a method, a class attribute, a dataclass field, `self.x = ...`). A module is reached only by a
-dotted path the check can follow from an import (`torch.linalg`), and only if it is an allowed one;
-a module is never used as a value (kept in a list, passed or returned), so an object the check
-cannot identify is never a module.
-
-Where a name is an alias of a module path (`import torch as t`, `from torch import linalg`,
-`F = torch.nn.functional`, bound that way only), the path is followed on the real objects, so
-`torch.os`, `typing.sys` and `t.nn.functional.gelu` are refused for what they are. Elsewhere (an
-attribute of a tensor, of a call's result, of something kept in a list) only the name is known,
-and it must be allowed on some allowed object. What no static check can see (names built at run
-time) is refused as a construct (`getattr` with a computed name, `eval`, special names, classes
-built from a dict of names by `type()`, a metaclass, `make_dataclass` or the functional API of
-enum) and watched at run time by the guard in grader/child/guard.py.
-
-The syntax tree is walked with an explicit stack, so a long generated expression cannot exhaust
-Python's recursion limit.
+It is the message layer, not the wall: what the text cannot prove (a name on an object it cannot
+identify, a name built at run time) is left to the run-time checks on the objects themselves
+(grader/child/restricted.py, grader/child/guard.py), so that honest code is never refused on a
+guess. The syntax tree is walked with an explicit stack, so a long generated expression cannot
+exhaust Python's recursion limit.
 """
 
 import ast
@@ -45,22 +34,13 @@ ADVICE = {
     "transformer": "write the encoder block yourself from matmuls and your own helpers",
 }
 SEE_RULES = "use the public API of torch and numpy, or attributes your file defines (see the Rules in the statement)"
-MODULE = ("a module", "")  # the refusal of a module-valued attribute; its message names every place it is found
+MODULE = ("a module", "")  # the refusal of a module-valued attribute: follow() says which
 ENUM_FUNCTIONAL = {"names", "module", "qualname", "type", "start", "boundary"}  # Enum("E", names, ...)
-MODULE_ADVICE = "import an allowed module and use its public functions (torch.linalg.norm, numpy.random.default_rng)"
 
 # Python's own types, whose public attributes a submission may use (str.join, dict.items, slice.start).
 BUILTIN_TYPES: tuple[type, ...] = (
     str, bytes, bytearray, list, tuple, dict, set, frozenset, int, float, complex, bool, slice, range,
     property, BaseException, type({}.keys()), type({}.values()), type({}.items()),
-)  # fmt: skip
-# Python's machinery. Its attributes (f_back, f_globals, gi_frame, tb_frame, ...) lead from any
-# generator or exception into the grader's own code, so they stay refused even where a file
-# defines an attribute of the same name.
-MACHINERY_TYPES: tuple[type, ...] = (
-    types.FrameType, types.CodeType, types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType,
-    types.TracebackType, types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.ModuleType,
-    types.CellType, types.MappingProxyType, types.SimpleNamespace, type, super, classmethod, staticmethod,
 )  # fmt: skip
 
 
@@ -95,9 +75,6 @@ def is_dunder(name: str) -> bool:
 class AllowList:
     modules: dict[str, types.ModuleType]  # allowed import or submodule path -> the module
     members: dict[Any, frozenset[str]]  # allowed module or type -> the attribute names allowed on it
-    names: frozenset[str]  # allowed on an object the check cannot identify
-    excluded: dict[str, tuple[str, str]]  # a name found on an allowed object but refused -> (rule, advice)
-    reserved: frozenset[str]  # refused names a file cannot allow by defining an attribute of that name
 
 
 @dataclass(frozen=True)
@@ -174,11 +151,6 @@ class _Builder:
         self.rules = rules
         self.module_paths = set(rules.allowed_imports) | set(rules.allowed_submodules)
         self.members: dict[Any, set[str]] = {}
-        self.values: set[str] = set()  # names allowed somewhere, holding something other than a module
-        self.module_names: dict[str, list[str]] = {}  # name -> where it holds a module
-        self.other_names: set[str] = set()  # public names that hold something else somewhere
-        self.seen: set[str] = set()  # every name, private ones too
-        self.excluded: dict[str, tuple[str, str]] = {}
         self.memo: dict[tuple[str, type], tuple[str, str] | None] = {}
 
     def refusal(self, path: str, name: str, value: Any) -> tuple[str, str] | None:
@@ -207,24 +179,13 @@ class _Builder:
         allowed = self.members.setdefault(owner, set())
         kept = []
         for name, value in items:
-            if isinstance(value, types.ModuleType):
-                self.module_names.setdefault(name, []).append(f"{path}.{name}")
-            else:
-                self.other_names.add(name)
-            why = self.refusal(path, name, value)
-            if why is None:
+            if self.refusal(path, name, value) is None:
                 allowed.add(name)
                 kept.append((name, value))
-                if not isinstance(value, types.ModuleType):  # allowed submodules: by their dotted path only
-                    self.values.add(name)
-            elif why is not MODULE:
-                self.excluded.setdefault(name, why)
         return kept
 
-    def public(self, names: Iterable[str]) -> list[str]:
-        """The public names; every name, private ones too, is remembered as seen."""
-        names = list(names)
-        self.seen.update(names)
+    @staticmethod
+    def public(names: Iterable[str]) -> list[str]:
         return [name for name in names if not name.startswith("_")]
 
     def scan_type(self, cls: type, path: str, instance: Any = None) -> None:
@@ -263,31 +224,9 @@ class _Builder:
             else:
                 self.scan_type(type(obj), f"{type(obj).__module__}.{type(obj).__qualname__}", instance=obj)
 
-        # An object the check cannot identify is never a module (modules are used by name only),
-        # so every allowed name that holds something else may be used on it.
-        names = self.values
-        for name, paths in self.module_names.items():
-            where = ", ".join(paths[:3]) + (", ..." if len(paths) > 3 else "")
-            if all(path in self.module_paths for path in paths):
-                why = f"{name} is a module ({where}), used only by its dotted path from an import", MODULE_ADVICE
-            else:
-                why = f"{name} is a module ({where}); the allowed modules offer their functions, not the modules they import", MODULE_ADVICE
-            self.excluded.setdefault(name, why)
-        machinery = {n for cls in MACHINERY_TYPES for n in dir(cls)} - names
-        for name in sorted(machinery):
-            why = f"{name} is an attribute of Python's machinery (frames, code, generators), which leads into the grader's own code"
-            self.excluded[name] = why, SEE_RULES
-        # A file's own attribute of a refused name would let that name through on any object: not
-        # for the machinery, private names or forbidden attributes. (Names of modules only are
-        # harmless there, and own methods called softmax are fine: the runtime guard sees the built-in.)
-        module_only = self.module_names.keys() - self.other_names
-        reserved = {n for n in self.seen - names - module_only if not self.rules.builtin_function(n)} | machinery
         return AllowList(
             modules=modules,
             members={owner: frozenset(found) for owner, found in self.members.items()},
-            names=frozenset(names),
-            excluded={n: why for n, why in self.excluded.items() if n not in names},
-            reserved=frozenset(reserved),
         )
 
 
@@ -355,8 +294,6 @@ class Survey:
     bound: set[str]  # every name the file binds (shadows a built-in of that name)
     attributes: set[str]  # attribute names the file defines
     aliases: dict[str, str]  # name -> the dotted module path it stands for, everywhere in the file
-    alias_values: set[int]  # ids of the values assigned to those names (t = torch: the `torch`)
-    conflicts: dict[str, str]  # name bound by an import and also to something else -> what it imports
     annotations: set[int]  # ids of the nodes inside annotations
 
 
@@ -444,11 +381,7 @@ def _survey(tree: ast.Module) -> Survey:
                 attributes |= _field_names(node)
 
     aliases = _resolve_aliases(bindings)
-    alias_values = {id(how) for name in aliases for how in bindings[name] if isinstance(how, ast.AST)}
-    conflicts = {
-        name: next(h for h in hows if isinstance(h, str)) for name, hows in bindings.items() if name not in aliases and any(isinstance(h, str) for h in hows)
-    }
-    return Survey(bound, attributes, aliases, alias_values, conflicts, annotations)
+    return Survey(bound, attributes, aliases, annotations)
 
 
 def _resolve_aliases(bindings: dict[str, list[str | ast.AST | None]]) -> dict[str, str]:
@@ -504,12 +437,10 @@ class Checker:
         survey = _survey(tree)
         self.bound = survey.bound
         self.aliases = survey.aliases
-        self.alias_values = survey.alias_values
-        self.conflicts = survey.conflicts
         self.annotations = survey.annotations
-        self.own = survey.attributes - self.allow.reserved
-        self.own_reserved = survey.attributes & self.allow.reserved
-        self.allowed_dunders = set(policy["allowed_dunders"])
+        self.own = survey.attributes
+        self.allowed_dunders = set(policy["allowed_dunders"])  # as names and definitions
+        self.readable_dunders = set(policy["readable_dunders"])  # as attributes
         self.module_paths = set(policy["allowed_imports"]) | set(policy["allowed_submodules"])
         self.handlers = {
             ast.Import: self.visit_import,
@@ -517,7 +448,6 @@ class Checker:
             ast.Name: self.visit_name,
             ast.Attribute: self.visit_attribute,
             ast.Call: self.visit_call,
-            ast.Constant: self.visit_constant,
             ast.Subscript: self.visit_subscript,
             ast.FunctionDef: self.visit_definition,
             ast.AsyncFunctionDef: self.visit_definition,
@@ -574,26 +504,20 @@ class Checker:
         return None
 
     def name_allowed(self, name: str, node: ast.AST) -> bool:
-        """An attribute of an object the check cannot identify: the name alone decides."""
+        """An attribute of an object the check cannot identify. Only what the name alone proves is
+        refused here: a special name, or a built-in function the file does not define itself.
+        Everything else is judged at run time on the object itself (grader/child/restricted.py):
+        a private name of someone else's object, a module or frame reached, a name that does not
+        exist (an AttributeError, if that line ever runs)."""
         if is_dunder(name):
-            if name in self.allowed_dunders:
+            if name in self.readable_dunders:
                 return True
             self.flag(node, f"access to the special attribute {name} is forbidden", "use ordinary attributes")
             return False
-        if name in self.own or name in self.allow.names:
-            return True
-        if self.rules.builtin_function(name):
+        if self.rules.builtin_function(name) and name not in self.own:
             self.flag(node, f".{name} is forbidden (built-in {name})", advice_for(name))
-        elif name in self.own_reserved:
-            rule, _ = self.allow.excluded.get(name, (f"{name} is refused", ""))
-            self.flag(node, f"{rule}; defining an attribute of that name in your file does not allow it", f"rename your attribute {name}")
-        elif name in self.allow.excluded:
-            self.flag(node, *self.allow.excluded[name])
-        elif name.startswith("_"):
-            self.flag(node, f"{name} is private (it starts with an underscore) and is not an attribute your file defines", SEE_RULES)
-        else:
-            self.flag(node, f"{name} is not an attribute of torch, numpy or the Python modules this challenge allows", SEE_RULES)
-        return False
+            return False
+        return True
 
     def refusal(self, owner: Any, path: str, name: str, full: list[str]) -> tuple[str, str]:
         """Why attribute `name` of an allowed module or type is not allowed (path ends in name)."""
@@ -630,6 +554,8 @@ class Checker:
         names = [(part, steps[0][1] if steps else at) for part in parts[1:]] + steps
         full = [parts[0]] + [name for name, _ in names]
         for index, (name, node) in enumerate(names):
+            if is_dunder(name) and name in self.readable_dunders:  # torch.__version__, np.ndarray.__name__
+                return None
             allowed = self.members_of(obj)
             if allowed is None:  # a function, a number, ...: from here on only names are known
                 all(self.name_allowed(later, later_node) for later, later_node in names[index:])
@@ -661,8 +587,7 @@ class Checker:
     def check_chain(self, base: ast.AST, steps: list[tuple[str, ast.AST]], store: bool) -> list[ast.AST]:
         """Check the names of base.a.b...; return what is left to visit."""
         if isinstance(base, ast.Name) and base.id in self.aliases:
-            reached = self.follow(self.aliases[base.id], steps, base, store)
-            self.module_used_as_value(reached, steps[-1][1] if steps else base)
+            self.follow(self.aliases[base.id], steps, base, store)
             return []
         for name, node in steps:
             if not self.name_allowed(name, node):
@@ -681,41 +606,17 @@ class Checker:
             self.flag(node, f"the special name {name} is forbidden", "use ordinary names")
         elif name in self.policy["forbidden_builtins"] and name not in self.bound:
             self.flag(node, f"the built-in {name} is forbidden", "call functions directly; files and dynamic code are off-limits")
-        elif name in self.policy["attribute_builtins"] and name not in self.bound:
-            self.flag(node, f"{name} may only be called directly, with a string literal as the name", f'call {name}(obj, "name") directly')
-        elif name == "type" and name not in self.bound and id(node) not in self.annotations:
-            self.flag(node, "type may only be called directly, with one argument (the type of an object)", "use isinstance, or type(x) with one argument")
-        elif name in self.conflicts and isinstance(node.ctx, ast.Load) and isinstance(self.object_at(self.conflicts[name]), types.ModuleType):
-            # it may hold the module, and what is used from it could not be checked
-            imported = self.conflicts[name]
-            self.flag(node, f"{name} is bound to the module {imported} by an import and to something else elsewhere in the file", "give each its own name")
-        elif (path := self.aliases.get(name)) and isinstance(node.ctx, ast.Load):
-            # a use of `s` after `from torch import softmax as s`, or of a module's name alone
-            self.module_used_as_value(self.follow(path, [], node) if "." in path else self.allow.modules.get(path), node)
+        elif (path := self.aliases.get(name)) and "." in path and isinstance(node.ctx, ast.Load):
+            self.follow(path, [], node)  # a use of `s` after `from torch import softmax as s`
         return []
-
-    def module_used_as_value(self, reached: Any, node: ast.AST) -> None:
-        """A module may only start a dotted path (torch.exp) or be bound to another name (np =
-        numpy): kept in a list, passed or returned, it would hide from this check what is used
-        from it. So an object the check cannot identify is never a module."""
-        if isinstance(reached, types.ModuleType) and id(node) not in self.alias_values:
-            text = self.segment(node)
-            self.flag(node, f"the module {text} is used as a value; modules may only be used by name, as in {text}.<name>", "call its functions directly")
 
     def visit_call(self, node: ast.Call) -> list[ast.AST] | None:
         func = node.func
-        rest = [*node.args, *(k.value for k in node.keywords)]
         if isinstance(func, ast.Name) and func.id not in self.bound:
-            if func.id in self.policy["attribute_builtins"]:
+            if func.id in self.policy["attribute_builtins"] and _literal_name(node):
                 return self.visit_attribute_builtin(node)
-            if func.id == "type":
-                if len(node.args) != 1 or node.keywords or isinstance(node.args[0], ast.Starred):
-                    self.flag(
-                        node, "type() with more than one argument builds a class from names and a dict at run time", "define classes with a class statement"
-                    )
-                return rest
-        if isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "type" and "type" not in self.bound:
-            self.flag(node, "calling type(...) builds objects or classes from the type of another object", "call the class by its name")
+            if func.id == "type" and (len(node.args) != 1 or node.keywords or isinstance(node.args[0], ast.Starred)):
+                self.flag(node, "type() with more than one argument builds a class from names and a dict at run time", "define classes with a class statement")
         path = _path_of(func, self.aliases)
         target = self.object_at(path) if path else None
         if isinstance(target, type) and issubclass(target, type):
@@ -726,12 +627,9 @@ class Checker:
         return None
 
     def visit_attribute_builtin(self, node: ast.Call) -> list[ast.AST]:
+        """getattr(x, "name") and its kin, with a string literal: checked like x.name (a computed
+        name is judged at run time, on the object, by grader/child/restricted.py)."""
         func = node.func.id  # type: ignore[attr-defined]
-        if not _literal_name(node):
-            advice = f'write the attribute directly, or {func}(obj, "name") with a string literal'
-            self.flag(node, f"{func} with a computed attribute name is forbidden", advice)
-            first = node.args[:1] if node.args and not (isinstance(node.args[0], ast.Name) and node.args[0].id in self.aliases) else []
-            return [*first, *node.args[1:], *(k.value for k in node.keywords)]
         rest = [*node.args[2:], *(k.value for k in node.keywords)]
         if _plain_getattr(node):
             base, steps = _chain(node)
@@ -739,15 +637,6 @@ class Checker:
             base, steps = _chain(node.args[0])
             steps = [*steps, (node.args[1].value, node)]  # type: ignore[attr-defined]
         return self.check_chain(base, steps, store=func in ("setattr", "delattr")) + rest
-
-    def visit_constant(self, node: ast.Constant) -> list[ast.AST]:
-        if isinstance(node.value, str) and is_dunder(node.value) and node.value not in self.allowed_dunders:
-            self.flag(
-                node,
-                f'the string "{node.value}" names a special attribute (as a dict key or an argument it can define or reach one)',
-                "use ordinary names",
-            )
-        return []
 
     def visit_subscript(self, node: ast.Subscript) -> list[ast.AST] | None:
         if isinstance(node.value, ast.Name) and node.value.id == "type":
@@ -762,6 +651,11 @@ class Checker:
 
     def visit_match_class(self, node: ast.MatchClass) -> list[ast.AST]:
         base, steps = _chain(node.cls)
+        for attribute in node.kwd_attrs:  # read where the run-time checks cannot see (restricted.py)
+            if attribute.startswith("_") and not is_dunder(attribute):
+                self.flag(node, f"a class pattern may not read the private attribute {attribute}", "match on public attributes")
+        if any(isinstance(inner, ast.MatchClass) for pattern in [*node.patterns, *node.kwd_patterns] for inner in ast.walk(pattern)):
+            self.flag(node, "a class pattern inside a class pattern reads attributes no check can see", "match the outer object, then the inner one")
         if not node.kwd_attrs:
             return [*self.check_chain(base, steps, store=False), *node.patterns]
         for attribute in node.kwd_attrs:  # case Cls(name=...) reads Cls's attribute `name`

@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from grader import isolation, protocol
 from grader.child import wire
-from grader.spec import Spec
+from grader.spec import CHILD_POLICY, Spec
 
 if TYPE_CHECKING:  # the grader starts a child before it imports torch (see grader/child/wire.py)
     import torch
+
 
 CHILD_PACKAGE = Path(__file__).resolve().parent / "child"
 BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv[1]); from child.runner import main; main(sys.argv[2:])"
@@ -153,8 +154,7 @@ class Child:
             "submission": submission,
             "entry_point": spec.entry_point,
             "parameters": list(spec.parameters),
-            "forbidden_functions": spec.policy["forbidden_functions"],
-            "forbidden_operators": spec.policy["forbidden_operators"],
+            **{key: spec.policy[key] for key in CHILD_POLICY},
         }
 
     def start_threads(self, *threads: threading.Thread) -> None:

@@ -11,6 +11,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SPEC_PATH = ROOT / "problem" / "spec.toml"
 PROBE_FAMILY = "probes"  # the hidden cases the diagnosis reads (grader/diagnosis.py)
 
+# The [policy] lists the child reads: its runtime guard and the capabilities of grader/child/restricted.py.
+CHILD_POLICY = ("allowed_imports", "allowed_submodules", "forbidden_functions", "forbidden_operators", "forbidden_attributes", "readable_dunders")
+
 
 def seed_public_id(seed: str) -> str:
     """A short, non-reversible name for a seed, safe to print in reports."""

@@ -6,6 +6,7 @@ reference. The child's own code computes the replies, the judge's own code judge
 hostile_* files (they attack whatever runs them).
 """
 
+import hashlib
 import time
 from collections.abc import Callable
 from functools import cache
@@ -15,13 +16,14 @@ from torch import Tensor
 
 from grader import protocol
 from grader.cases import Case, make_cases
+from grader.child.restricted import Capabilities
 from grader.child.runner import _run_calls, load_submission
 from grader.diagnosis import Received, diagnose
 from grader.expected import Expected, expected_for
 from grader.judge import PUBLIC_PASSED, judge_reply, overall
 from grader.report import hints
 from grader.results import CaseResult, Report, Verdict
-from grader.spec import Spec, load_spec, seed_public_id
+from grader.spec import CHILD_POLICY, Spec, load_spec, seed_public_id
 
 SEED = "in-process"
 
@@ -37,9 +39,21 @@ def cases_and_expected(spec: Spec, seed: str = SEED, public_only: bool = False) 
     return _DRAWN[key][1]
 
 
+def _refuse(what: str) -> None:
+    raise RuntimeError(f"{what} is forbidden in this challenge")
+
+
+def load(path: Path) -> object:
+    """The file as the child loads it (the rewrite and the restricted built-ins), without the guard."""
+    spec = load_spec()
+    config = {key: spec.policy[key] for key in CHILD_POLICY}
+    capabilities = Capabilities(config | {"submission": str(path)}, _refuse)
+    return load_submission(str(path), hashlib.sha256(path.read_bytes()).hexdigest(), capabilities)
+
+
 @cache
 def entry_point(path: Path) -> Callable:
-    return load_submission(str(path)).mlm_forward_tied
+    return load(path).mlm_forward_tied
 
 
 def kept(case: Case, tensors: dict[str, Tensor]) -> dict[str, Tensor]:

@@ -124,16 +124,17 @@ def test_the_static_check_alone_refuses_hostile_file(path):
 
 
 @pytest.fixture(scope="module")
-def grade_walls_alone(tmp_path_factory) -> Callable[[Path, bool], dict]:
-    """The JSON report of judge.grade (what `python -m grader FILE --no-static-check --json` runs),
-    the secret seed's cases prepared once per test worker; quick: the short time limits."""
+def grade_walls_alone(tmp_path_factory) -> Callable[[Path, bool, bool], dict]:
+    """The JSON report of judge.grade (what `python -m grader FILE --no-static-check --json` runs,
+    or with --unrestricted unless `restricted`), the secret seed's cases prepared once per test
+    worker; quick: the short time limits."""
     specs = {False: load_spec(), True: load_spec(fast_spec(tmp_path_factory.mktemp("spec")))}
     prepared: dict[bool, judge.Prepared] = {}
 
-    def grade(path: Path, quick: bool) -> dict:
+    def grade(path: Path, quick: bool, restricted: bool) -> dict:
         if quick not in prepared:
             prepared[quick] = judge.prepare(specs[quick], SECRET)
-        report = judge.grade(path, specs[quick], SECRET, backend="bubblewrap", static_check=False, prepared=prepared[quick])
+        report = judge.grade(path, specs[quick], SECRET, backend="bubblewrap", static_check=False, restricted=restricted, prepared=prepared[quick])
         return to_json(report)
 
     return grade
@@ -148,7 +149,10 @@ def test_hostile_file_is_rejected_by_the_walls_alone_and_leaves_no_trace(path, t
     run_name = f"{path.stem}_walls"
     copy = tmp_path / f"{run_name}.py"
     copy.write_bytes(path.read_bytes())
-    report = grade_walls_alone(copy, path.parent.name == "time_limit_exceeded")
+    # A forbidden use faces the capability layer, the guard and the sandbox (the guard cannot hold
+    # alone against plain Python in its own process); every other attack, as plain Python, faces
+    # the guard's operator checks, the protocol and the sandbox.
+    report = grade_walls_alone(copy, path.parent.name == "time_limit_exceeded", path.parent.name == "forbidden_api")
 
     assert report["verdict"] == path.parent.name, report["message"]
     assert SECRET not in report["stdout"] + report["stderr"] + report["message"]

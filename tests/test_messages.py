@@ -164,7 +164,7 @@ def test_a_run_cut_short_keeps_its_rows():
 
 
 def test_problem_stub_is_the_stub_and_raises_not_implemented():
-    stub = in_process.load_submission(str(ROOT / "problem" / "stub.py"))
+    stub = in_process.load(ROOT / "problem" / "stub.py")
     with pytest.raises(NotImplementedError, match="see the statement, README.md next to this file"):
         stub.mlm_forward_tied(None, None, None, None, None, 1)
     tree = ast.parse((ROOT / "problem" / "stub.py").read_text())

@@ -162,9 +162,9 @@ for _path in {list(paths)!r}:
 
 @pytest.mark.skipif(not uid_separation_works(), reason=f"the uid backend does not work on this machine: {uid_problem()}")
 def test_the_submission_cannot_read_the_seed_or_the_grader_under_the_uid_backend(tmp_path):
-    # --no-static-check lets the probe use open(); the uid backend is the wall under test. The tree
+    # --unrestricted lets the probe use open(); the uid backend is the wall under test. The tree
     # lies in a folder every user may enter, so only the modes run_autograder sets protect it.
-    built, archive = build_zip(tmp_path, options="--isolation uid --no-static-check")
+    built, archive = build_zip(tmp_path, options="--isolation uid --unrestricted")
     assert built.returncode == 0, built.stderr
     public = Path(tempfile.mkdtemp(prefix="mlm-grader-public-", dir="/tmp"))
     try:

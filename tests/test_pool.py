@@ -62,8 +62,10 @@ def honest(tmp_path: Path) -> Path:
     return path
 
 
-def grade(spec, prepared, warm, paths: list[Path], jobs: int = 1) -> dict[str, object]:
-    pool = batch.Pool(spec, SEED, jobs=jobs, backend="bubblewrap", prepared=prepared, static_check=False)
+def grade(spec, prepared, warm, paths: list[Path], jobs: int = 1, restricted: bool = False) -> dict[str, object]:
+    """Without the static check; as plain Python (the sandbox and the guard's operator checks
+    alone) unless restricted (the capability layer on too)."""
+    pool = batch.Pool(spec, SEED, jobs=jobs, backend="bubblewrap", prepared=prepared, static_check=False, restricted=restricted)
     reports = dict(pool.map(((path.stem.removeprefix(PREFIX), path) for path in paths), warm=warm))
     assert pool.warm_note == ""
     return reports
@@ -146,12 +148,16 @@ def test_each_child_has_the_walls_and_limits_of_a_single_child(spec, prepared, w
 def test_hostile_files_get_their_verdicts_through_the_pool(spec, prepared, warm, tmp_path):
     # The real limits, as tests/test_hostile.py, but for the time-limit files (a decomposition run
     # with the guard's mode taken off imports sympy on first use: seconds on a loaded machine).
-    paths: dict[bool, list[Path]] = {True: [], False: []}
+    # The forbidden ones with the capability layer on (the guard cannot hold alone against plain
+    # Python in its own process), the others as plain Python (the sandbox's and protocol's walls).
+    paths: dict[tuple[bool, bool], list[Path]] = {(q, r): [] for q in (True, False) for r in (True, False)}
     for name in HOSTILES:
         path = tmp_path / f"{PREFIX}{Path(name).name}.py"
         path.write_bytes((SUBMISSIONS / f"{name}.py").read_bytes())
-        paths[name.startswith("time_limit_exceeded/")].append(path)
-    reports = grade(spec, prepared, warm, paths[True], jobs=2) | grade(load_spec(), prepared, warm, paths[False], jobs=2)
+        paths[name.startswith("time_limit_exceeded/"), name.startswith("forbidden_api/")].append(path)
+    reports = {}
+    for (quick, restricted), group in paths.items():
+        reports |= grade(spec if quick else load_spec(), prepared, warm, group, jobs=2, restricted=restricted)
     for name in HOSTILES:
         report = reports[Path(name).name]
         assert report.verdict == Path(name).parent.name, f"{name}: {report.message}"
@@ -171,7 +177,7 @@ def test_a_server_that_dies_mid_grading_is_replaced_and_the_submission_graded_ag
 def server_dies_mid_grading(spec, prepared, warm, tmp_path):
     assert grade(spec, prepared, warm, [honest(tmp_path)])["honest"].verdict == "accepted"  # the server is up
     victim = attacker(tmp_path, "victim")  # four seconds at import: time to kill the server under it
-    pool = batch.Pool(spec, SEED, jobs=1, backend="bubblewrap", prepared=prepared, static_check=False)
+    pool = batch.Pool(spec, SEED, jobs=1, backend="bubblewrap", prepared=prepared, static_check=False, restricted=False)
     killer = threading.Timer(1.5, lambda: os.killpg(warm.server.pid, 9))
     killer.start()
     report = dict(pool.map([("victim", victim)], warm=warm))["victim"]
@@ -190,7 +196,7 @@ def test_a_grading_that_asks_a_closed_pool_for_a_child_gets_one_of_its_own(spec,
     warm = WarmPool(spec)
     assert "warm pool" in grade(spec, prepared, warm, [honest(tmp_path)])["honest"].isolation  # its server was ready once
     warm.close()
-    pool = batch.Pool(spec, SEED, jobs=1, backend="bubblewrap", prepared=prepared, static_check=False)
+    pool = batch.Pool(spec, SEED, jobs=1, backend="bubblewrap", prepared=prepared, static_check=False, restricted=False)
     report = dict(pool.map([("honest", honest(tmp_path))], warm=warm))["honest"]
     assert report.verdict == "accepted", report.message
     assert "warm pool" not in report.isolation and pool.warm_note == "the warm pool was closed"

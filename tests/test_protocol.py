@@ -488,7 +488,7 @@ def spec_file(tmp_path: Path, **limits) -> str:
 def test_a_child_that_stops_reading_is_ended_at_the_case_limit(tmp_path):
     path = SUBMISSIONS / "time_limit_exceeded" / "hostile_stop_reading_requests.py"
     started = time.monotonic()
-    report, status = grade_json(str(path), "--no-static-check", "--spec", spec_file(tmp_path, case_seconds=5))
+    report, status = grade_json(str(path), "--unrestricted", "--spec", spec_file(tmp_path, case_seconds=5))
     assert report["verdict"] == "time_limit_exceeded" and status == 1
     first = report["cases"][0]
     assert first["output"] == "did not read the case's input within 5 s (the limit for one case): the process stopped reading the grader's requests"
@@ -528,8 +528,8 @@ FLOOD_BOUND_MIB = 64
 
 @needs_bubblewrap
 def test_a_flooding_child_leaves_the_graders_memory_bounded():
-    baseline, _ = peak_rss_mib(str(SUBMISSIONS / "wrong_answer" / "causal_mask.py"), "--no-static-check", "--public")
-    flooded, report = peak_rss_mib(str(SUBMISSIONS / "wrong_answer" / "hostile_flood_channel.py"), "--no-static-check", "--public")
+    baseline, _ = peak_rss_mib(str(SUBMISSIONS / "wrong_answer" / "causal_mask.py"), "--unrestricted", "--public")
+    flooded, report = peak_rss_mib(str(SUBMISSIONS / "wrong_answer" / "hostile_flood_channel.py"), "--unrestricted", "--public")
     first, second = report["cases"][:2]
     assert first["output"].startswith("returned shape (16384, 4096); expected (M, vocab_size)")  # judged from its description
     assert second["output"].endswith(f"a result for case '{first['name']}' while case '{second['name']}' was running")

@@ -54,6 +54,7 @@ COPIED = (
     "grader/spec.py",
     "grader/child/__init__.py",
     "grader/child/guard.py",
+    "grader/child/restricted.py",
     "grader/child/runner.py",
     "grader/child/walls.py",
     "grader/child/wire.py",

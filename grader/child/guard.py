@@ -7,9 +7,9 @@ It is armed once, before the submission is imported, and stays armed until the p
   x.softmax, torch.ops.aten.rms_norm.default, ...), and refuses tensor subclasses (and other
   objects) with their own __torch_function__ or __torch_dispatch__, among its types and its
   arguments, before their code runs;
-- a profile function records every entry into torch's own Python decompositions (torch._refs,
-  torch._decomp, torch._prims) and torch's Python implementations of forbidden functions, which
-  are made of honest operators, by whatever route: from the submission, from a subclass's
+- a profile function records every entry into torch's Python implementations of forbidden
+  functions (torch._refs.softmax, the decomposition of aten._softmax), which are made of honest
+  operators, by whatever route: from the submission, from a subclass's
   __torch_dispatch__ (where the function mode is off), from the dispatcher. It only records (an
   exception raised in it would remove it), and counts such frames while they run: the function
   mode refuses the first torch function they call, so the use ends at once where the mode is on;
@@ -61,7 +61,6 @@ from torch._ops import OpOverload, OpOverloadPacket
 from torch.overrides import TorchFunctionMode
 
 TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-DECOMPOSITIONS = ("_refs", "_decomp", "_prims")  # packages of torch holding Python decompositions
 # Where forbidden operators get refusing kernels: every key a CPU computation can be dispatched to.
 KERNEL_KEYS = (
     "CompositeImplicitAutograd", "CompositeImplicitAutogradNestedTensor", "CompositeExplicitAutograd",
@@ -162,30 +161,24 @@ def vector_jacobian(output: Any, wrt: list[Any], grad_output: Any) -> tuple[Any,
 
 
 def judge_code(code: Any, functions: frozenset[str]) -> str:
-    """Why an operation run under this code is refused ("" if it is not). Judged by the file the
-    code was compiled from, which the submission cannot change on torch's own functions."""
+    """Why an operation run under this code is refused ("" if it is not): torch's own Python
+    implementation of a forbidden function, judged by its name and by the file the code was
+    compiled from, which the submission cannot change on torch's own functions. Which of torch's
+    modules an allowed function passes through does not matter (torch.broadcast_shapes and
+    torch.vmap run through torch._refs and torch._functorch)."""
     filename = code.co_filename
-    if not isinstance(filename, str) or not filename.startswith(TORCH_DIR):
+    if not isinstance(filename, str) or not filename.startswith(TORCH_DIR) or code.co_name not in functions:
         return ""
     module = "torch." + filename[len(TORCH_DIR) :].removesuffix(".py").removesuffix(f"{os.sep}__init__").replace(os.sep, ".")
-    if module.split(".")[1] in DECOMPOSITIONS:
-        return f"torch's Python decomposition {module}.{code.co_name}"
-    if code.co_name in functions:
-        return f"the function {module}.{code.co_name}"
-    return ""
+    return f"the function {module}.{code.co_name}"
 
 
-_DECOMPOSITION_DIRS = tuple(TORCH_DIR + package + os.sep for package in DECOMPOSITIONS)
-
-
-def _refused_code(
-    code: Any, names: frozenset[str], torch_dir: str = TORCH_DIR, prefixes: tuple = _DECOMPOSITION_DIRS, starts: Any = str.startswith, _type: Any = type
-) -> bool:
+def _refused_code(code: Any, names: frozenset[str], torch_dir: str = TORCH_DIR, starts: Any = str.startswith, _type: Any = type) -> bool:
     """Whether judge_code refuses running under this code, without its work, for the profile function:
     only exact str names are read, with str's own methods (a subclass's methods would run there,
     where Python pauses profiling)."""
     filename = code.co_filename
-    return _type(filename) is str and starts(filename, torch_dir) and (starts(filename, prefixes) or (_type(code.co_name) is str and code.co_name in names))
+    return _type(filename) is str and starts(filename, torch_dir) and _type(code.co_name) is str and code.co_name in names
 
 
 class Guard:
@@ -349,8 +342,8 @@ def _refusing_kernel(guard: Guard, what: str) -> Any:
 
 
 def _profile_function(guard: Guard) -> Any:
-    """A profile function that records every entry into torch's Python decompositions and torch's
-    Python implementations of forbidden functions, whatever the state of the mode (a submission
+    """A profile function that records every entry into torch's Python implementations of
+    forbidden functions, whatever the state of the mode (a submission
     could take it off the stack for a while and put it back). It only records: an exception
     raised here would remove it. It also keeps guard.inside (how many such frames are running, and
     what the outermost is), so that the function mode refuses the first torch function they call:

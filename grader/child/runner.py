@@ -5,7 +5,7 @@ submission's own prints go to stdout/stderr, which the grader drains separately.
 decides a verdict: we only report what happened and return raw tensors.
 """
 
-import importlib.util
+import hashlib
 import inspect
 import io
 import json
@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from . import wire
+from . import restricted, wire
 from .guard import TAMPERED, Guard, vector_jacobian
 
 wire.load_tensor_modules()  # now, while sys.modules holds the real numpy and torch
@@ -68,12 +68,28 @@ def _error_report(error: BaseException, submission: str) -> dict[str, Any]:
     return {"error": text.replace(submission, os.path.basename(submission)), "memory": memory}
 
 
-def load_submission(path: str) -> ModuleType:
-    """Import the file under a fresh module name; its folder is not put on sys.path."""
-    spec = importlib.util.spec_from_file_location("candidate_submission", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses and pickling look the module up by name
-    spec.loader.exec_module(module)
+MODULE_NAME = "candidate_submission"
+
+
+def load_submission(path: str, sha256: str, capabilities: restricted.Capabilities | None) -> ModuleType:
+    """Run the file as a fresh module, compiled from the very bytes the grader checked (their hash
+    is in the start frame) as Python decodes them, after the rewrite of restricted.py, with the
+    restricted built-ins. Its folder is not put on sys.path, and no import machinery reads it.
+    capabilities None (the grader's own tests of the other walls): as plain Python."""
+    with open(path, "rb") as f:
+        source = f.read()
+    if hashlib.sha256(source).hexdigest() != sha256:
+        raise RuntimeError("the grader's copy of the submission is not the text it checked (a fault of the grader)")
+    text = source.decode("utf-8-sig")
+    module = ModuleType(MODULE_NAME)
+    if capabilities is None:
+        code = compile(text, path, "exec", dont_inherit=True)
+        vars(module)["__file__"] = path
+    else:
+        code = restricted.compile_submission(text, path)
+        vars(module).update(capabilities.namespace(MODULE_NAME))
+    sys.modules[MODULE_NAME] = module  # dataclasses and enum look the module up by name
+    exec(code, vars(module))  # noqa: S102 - the submission, rewritten, with restricted built-ins
     return module
 
 
@@ -138,6 +154,8 @@ def explain_forbidden(found: list[str], _tampered: str = TAMPERED) -> str:
     text = f"used {', '.join(uses)}" if uses else ""
     if any(f.startswith(("the operator", "the function", "the Tensor method", "torch's Python")) for f in uses):
         text += " (write it yourself from elementary tensor operations)"
+    elif uses:  # a capability refused (restricted.py): a module, a private or special name, a built-in
+        text += " (use the public API of the allowed modules and your own code: see the Rules in the statement)"
     return "; ".join([text] * bool(uses) + [f for f in found if f not in uses]) or "the runtime guard found a forbidden use"
 
 
@@ -205,6 +223,7 @@ def warm_up(config: dict[str, Any]) -> None:
     torch.set_num_threads(1)  # before any computation: no OpenMP threads in a process that forks
     guard = Guard(config["forbidden_functions"], config["forbidden_operators"], "")
     guard.kernels_to_override()  # found once here; each child overrides them
+    restricted.Capabilities(config | {"submission": ""}, guard.refuse)  # the allowed modules, imported once
     with guard.watching():
         guard.warm_up()
 
@@ -226,9 +245,11 @@ def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.Buffe
     """Arm the guard, wait for the start frame, load the submission and answer one request per case."""
     submission = config["submission"]
     guard = Guard(config["forbidden_functions"], config["forbidden_operators"], submission)
+    capabilities = restricted.Capabilities(config, guard.refuse)
+    sys.argv[:] = [os.path.basename(submission)]  # the channel's descriptors are nobody's business
     torch.set_num_threads(1)
     # Armed for good while the grader checks the policy: the first call finds everything imported.
-    guard.arm(protect=[sys.modules[__name__], wire])
+    guard.arm(protect=[sys.modules[__name__], wire, restricted])
     # What runs after the submission's code is bound now, in this frame, whose names the
     # submission cannot replace; the guard's check shows whether what they use was replaced.
     findings, text_frame, explain, count = guard.findings, guard.text_frame, explain_forbidden, len
@@ -239,7 +260,9 @@ def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.Buffe
     assert header["kind"] == "start"
     failed: BaseException | None = None
     try:
-        module = load_submission(submission)
+        module = load_submission(submission, header["sha256"], capabilities if header["restricted"] else None)
+    except restricted.RefusedSyntax as error:
+        guard.record(str(error))
     except BaseException as error:  # noqa: BLE001
         failed = error
     # What the import did (or tried to hide) decides before anything else: no case is run after a

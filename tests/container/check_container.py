@@ -185,9 +185,10 @@ def check_shards(work: Path, failures: list[str]) -> None:
 
 
 def walls_alone(relative: str) -> list[str]:
-    """Hostile files are graded with the static check skipped, so the container's walls face them
-    (the static check alone would refuse them all: see tests/test_hostile.py)."""
-    return ["--no-static-check"] if Path(relative).name.startswith("hostile_") else []
+    """Hostile files are graded as plain Python (--unrestricted: no static check, no capability
+    layer), so the container's walls face them (the static check alone would refuse them all: see
+    tests/test_hostile.py)."""
+    return ["--unrestricted"] if Path(relative).name.startswith("hostile_") else []
 
 
 def grade_in_container(relative: str) -> dict:

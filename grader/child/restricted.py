@@ -1,0 +1,584 @@
+"""Capabilities, not names: what the submission's code can reach is decided on the objects themselves.
+
+The runner compiles the submission from the very text the grader checked, after a rewrite of its
+syntax tree (`transform`): every attribute read `x.name` becomes `__mlm_getattr__(x, "name", line)`,
+every subscript read `x[k]` becomes `__mlm_getitem__(x, k, line)`, and every attribute write or
+delete `x.name = v` writes through `__mlm_write__(x, "name", line).name`. The module runs with
+restricted built-ins (`Capabilities.builtins`): no open, eval, exec, compile, globals, locals or
+breakpoint; getattr, setattr, delattr, hasattr and vars go through the same checks; imports only of
+the allowed modules; `type()` with three arguments and every class statement are checked for the
+special names that would hand numpy or torch a raw memory address.
+
+What a read may return is checked on the value: never a module outside the allowed list (so
+`typing.sys`, `AttributeError.obj.sys` and `print.__self__` fail), never a frame, traceback, code
+object or cell (so no route leads from a generator or an exception to the grader's frames and
+globals), never torch's dispatcher internals. Names are judged on the object that holds them:
+private names (`_x`) only where the file itself defined them (its own classes and their instances;
+namedtuple's documented `_make`, `_asdict`, `_fields`, `_replace` anywhere); special names
+(`__x__`) only from the spec's short list of harmless ones (readable_dunders); the spec's forbidden functions (softmax, gelu,
+...) and forbidden attributes (torch.load, operator.attrgetter, ...) never on objects the file did
+not define. A refusal is recorded by the runtime guard (guard.py), so catching it hides nothing.
+
+This holds as long as the submission runs only code compiled here: it assumes no bug in CPython,
+torch or numpy that corrupts memory from the allowed API. The sandbox assumes nothing of it.
+"""
+
+import ast
+import builtins
+import enum
+import fnmatch
+import functools
+import importlib
+import operator
+import re
+from collections.abc import Callable, Iterable
+from types import CellType, CodeType, FrameType, FunctionType, ModuleType, TracebackType
+from typing import Any, NoReturn
+
+PREFIX = "__mlm_"  # names the rewrite adds; a file may not use names starting with it
+GETATTR, GETITEM, WRITE, OWN_CLASS, CHECK, AUGMENTED_ATTRIBUTE, AUGMENTED_ITEM = (
+    f"{PREFIX}{n}__" for n in ("getattr", "getitem", "write", "own_class", "check", "augmented_attribute", "augmented_item")
+)
+
+# Names the documented APIs of namedtuple and enum start with an underscore.
+PUBLIC_PRIVATE_NAMES = frozenset({"_make", "_asdict", "_fields", "_replace", "_field_defaults", "_value_", "_name_", "_missing_"})
+# Special names that hand numpy or torch a raw memory address or run code where the guard does not
+# watch: a class (or a three-argument type()) may not define them.
+DANGEROUS_CLASS_NAMES = frozenset(
+    {"__array_interface__", "__array_struct__", "__cuda_array_interface__", "__dlpack__", "__dlpack_device__", "__buffer__", "__release_buffer__"}
+    | {"__getattr__", "__getattribute__"}  # these could hand out any of the above on demand
+)
+REFUSED_BUILTINS = ("open", "exec", "eval", "compile", "globals", "locals", "breakpoint", "input", "help", "exit", "quit")
+MACHINERY = (FrameType, TracebackType, CodeType, CellType)
+
+_mro_of = type.__dict__["__mro__"].__get__
+_dict_of = type.__dict__["__dict__"].__get__
+_type_name = type.__dict__["__name__"].__get__
+_super_this = super.__dict__["__thisclass__"].__get__
+_super_self_class = super.__dict__["__self_class__"].__get__
+_module_name = ModuleType.__dict__["__dict__"].__get__
+_CURRENT: list["Capabilities"] = []  # the capabilities of the submission this process runs
+_getattr, _setattr, _delattr, _isinstance, _type, _id = getattr, setattr, delattr, isinstance, type, id
+_str, _tuple, _dict = str, tuple, dict
+
+
+def _is_dunder(name: str) -> bool:
+    return len(name) > 4 and name[:2] == "__" and name[-2:] == "__"
+
+
+def _torch_internal(value: Any) -> bool:
+    """torch's TorchScript and dispatcher classes (pybind11 types and their instances) and its
+    operator objects: not tensor API, and ways to reach operators or compilers."""
+    kind = _type(value)
+    meta = value if _isinstance(value, type) else kind
+    module = _type.__dict__["__module__"].__get__(kind)
+    return _type_name(_type(meta)) == "pybind11_type" or (_isinstance(module, _str) and module.startswith("torch._ops"))
+
+
+class Capabilities:
+    """The checks behind the rewritten code and the restricted built-ins, for one submission."""
+
+    def __init__(self, config: dict[str, Any], refuse: Callable[[str], NoReturn]) -> None:
+        """config: the spec's policy lists (allowed_imports, allowed_submodules, forbidden_functions,
+        forbidden_operators, forbidden_attributes) and the submission's file name. refuse(what)
+        records a finding with the runtime guard and raises."""
+        self.refuse = refuse
+        self.filename: str = config["submission"]
+        self.module_paths = frozenset(config["allowed_imports"]) | frozenset(config["allowed_submodules"])
+        self.readable_dunders = frozenset(config["readable_dunders"])
+        self.modules: dict[int, ModuleType] = {}
+        for path in sorted(self.module_paths):
+            try:
+                module = importlib.import_module(path)
+            except ImportError:
+                continue
+            self.modules[_id(module)] = module
+        self.module_names = {key: module.__name__ for key, module in self.modules.items()}
+        functions = config["forbidden_functions"]
+        operators = re.compile("|".join(fnmatch.translate(p) for p in config["forbidden_operators"]) or "(?!)")
+        self._forbidden_function = lambda name: name in functions or operators.match(name) is not None
+        self._attributes = [(p, p.rpartition(".")[2]) for p in config["forbidden_attributes"]]
+        self._type_paths = self._public_type_paths()
+        self._name_verdicts: dict[str, bool] = {}  # name -> whether some rule may refuse it
+        self.own_ids: set[int] = set()
+        self._own: list[type] = []  # keeps the classes alive, so that their ids stay theirs
+        self._kinds: dict[int, str] = {}  # id of a class -> why its instances are refused ("" if they are not)
+        self._kept_kinds: list[type] = []
+        self._checked: dict[int, type] = {}  # id of a metaclass -> its checked stand-in
+        self._checked_ids: set[int] = set()
+        self._substitutes = self._make_substitutes()
+        self.guarded_type = self._guarded_type()
+
+    def _make_substitutes(self) -> dict[int, Any]:
+        """Library functions that take attribute names as data, handed out as versions that take
+        only their documented defaults: functools.wraps and update_wrapper copy the attributes they
+        are told to (`assigned=("__globals__",)` would copy another function's globals). Also, the
+        functional API of enum (Enum("E", names)) builds a class from names: its names are checked."""
+        caps = self
+
+        def check_defaults(assigned: Any, updated: Any) -> None:
+            if assigned is not functools.WRAPPER_ASSIGNMENTS or updated is not functools.WRAPPER_UPDATES:
+                caps.refuse("functools.wraps or functools.update_wrapper with attribute names of the file's choosing")
+
+        def update_wrapper(wrapper: Any, wrapped: Any, assigned: Any = functools.WRAPPER_ASSIGNMENTS, updated: Any = functools.WRAPPER_UPDATES) -> Any:
+            check_defaults(assigned, updated)
+            return functools.update_wrapper(wrapper, wrapped)
+
+        def wraps(wrapped: Any, assigned: Any = functools.WRAPPER_ASSIGNMENTS, updated: Any = functools.WRAPPER_UPDATES) -> Any:
+            check_defaults(assigned, updated)
+            return functools.wraps(wrapped)
+
+        _CURRENT[:] = [self]  # one submission per process: the patch below asks the latest
+        create = enum.EnumType.__dict__["_create_"]  # a method of the metaclass: cls is the enum
+        if not getattr(create, "checked", False):
+
+            def _create_(cls: Any, class_name: Any, names: Any, **kwargs: Any) -> Any:
+                members = names.replace(",", " ").split() if _isinstance(names, _str) else names
+                for member in members if not _isinstance(members, _dict) else members.keys():
+                    name = member if _isinstance(member, _str) else member[0] if _isinstance(member, (_tuple, list)) and member else ""
+                    if not _isinstance(name, _str) or name.startswith("_"):
+                        _CURRENT[0].refuse(f"enum's functional API with the member name {name!r}")
+                return create(cls, class_name, names, **kwargs)
+
+            _create_.checked = True  # type: ignore[attr-defined]
+            enum.EnumType._create_ = _create_  # type: ignore[method-assign]
+        return {_id(functools.update_wrapper): update_wrapper, _id(functools.wraps): wraps}
+
+    # -- what the file owns ---------------------------------------------------------------------
+
+    def _public_type_paths(self) -> dict[int, str]:
+        """id of each public class of the allowed modules -> its dotted path (torch.UntypedStorage)."""
+        paths: dict[int, str] = {}
+        for module in self.modules.values():
+            for name, value in vars(module).items():
+                if not name.startswith("_") and _isinstance(value, type):
+                    paths.setdefault(_id(value), f"{module.__name__}.{name}")
+        return paths
+
+    def own_class(self, cls: Any) -> Any:
+        """Mark a class as the file's own (its private names are its business), after checking
+        that it defines no special name that hands out raw memory."""
+        if _isinstance(cls, type) and _id(cls) not in self.own_ids:
+            self._check_namespace(_type_name(cls), _dict_of(cls))
+            self.own_ids.add(_id(cls))
+            self._own.append(cls)
+        return cls
+
+    def _check_namespace(self, name: Any, namespace: Any) -> None:
+        for key in namespace:
+            if _type(key) is _str and key in DANGEROUS_CLASS_NAMES:
+                self.refuse(f"defining {key} in the class {name} (it hands numpy or torch a raw memory address)")
+        match_args = namespace.get("__match_args__", ())
+        if _type(match_args) is not _tuple or any(_type(a) is not _str or a.startswith("_") for a in match_args):
+            self.refuse(f"__match_args__ of the class {name} naming private or special attributes")
+
+    def _is_own_function(self, obj: Any) -> bool:
+        return _type(obj) is FunctionType and obj.__code__.co_filename == self.filename
+
+    def _owner(self, obj: Any, name: str) -> bool | None:
+        """Whether `name` on obj is the file's own: found first in a class the file defined, or an
+        instance attribute of an instance of one (True); found in someone else's class (False);
+        None when neither says (not found at all on an object the file does not own)."""
+        if _type(obj) is super:
+            mro = _mro_of(_super_self_class(obj) or _super_this(obj))
+            mro = mro[mro.index(_super_this(obj)) + 1 :] if _super_this(obj) in mro else mro
+            instance = False
+        elif _isinstance(obj, type):
+            mro, instance = _mro_of(obj), False
+        else:
+            if self._is_own_function(obj):
+                return True
+            mro, instance = _mro_of(_type(obj)), True
+        for klass in mro:
+            if name in _dict_of(klass):
+                return _id(klass) in self.own_ids
+        if instance and any(_id(klass) in self.own_ids for klass in mro):
+            return True
+        return None
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def _path(self, obj: Any, name: str) -> str:
+        """The dotted path forbidden_attributes patterns are written against."""
+        if _isinstance(obj, ModuleType):
+            owner = self.module_names.get(_id(obj), "module")
+        else:
+            owner = next((self._type_paths[_id(k)] for k in _mro_of(obj if _isinstance(obj, type) else _type(obj)) if _id(k) in self._type_paths), "object")
+        return f"{owner}.{name}"
+
+    def _may_be_refused(self, name: str) -> bool:
+        verdict = self._name_verdicts.get(name)
+        if verdict is None:
+            verdict = self._forbidden_function(name) or any(fnmatch.fnmatchcase(name, last) for _, last in self._attributes)
+            self._name_verdicts[name] = verdict
+        return verdict
+
+    def check_name(self, obj: Any, name: str) -> None:
+        """Refuse reading `name` on obj if the rules say so (the value is checked afterwards)."""
+        if name[:1] == "_":
+            if _is_dunder(name):
+                if name not in self.readable_dunders:
+                    self.refuse(f"the special attribute {name}")
+                return
+            if name in PUBLIC_PRIVATE_NAMES or self._owner(obj, name) is not False and self._owned_somewhere(obj):
+                return
+            self.refuse(f"the private attribute {self._path(obj, name)}")
+        if self._may_be_refused(name) and not self._owner(obj, name):
+            path = self._path(obj, name)
+            if self._forbidden_function(name):  # worded as the runtime guard words the same use
+                tensor = path.startswith("torch.Tensor.") and not _isinstance(obj, type)
+                self.refuse(f"the Tensor method .{name}" if tensor else f"the function {path}")
+            if any(fnmatch.fnmatchcase(path, pattern) for pattern, _ in self._attributes):
+                self.refuse(f"{path} (it reaches files, compilers, code or operators by name)")
+
+    def _owned_somewhere(self, obj: Any) -> bool:
+        """Whether a private name not found on obj may still be its own (an own instance or class)."""
+        if _type(obj) is super:
+            return True
+        kind = obj if _isinstance(obj, type) else _type(obj)
+        return self._is_own_function(obj) or any(_id(k) in self.own_ids for k in _mro_of(kind))
+
+    def check_value(self, value: Any, what: str) -> Any:
+        """Refuse a value that reaches the interpreter or the grader. Judged by its class, looked up
+        by identity (a class of the file's cannot answer for another)."""
+        kind = _type(value)
+        verdict = self._kinds.get(_id(kind))
+        if verdict is None:
+            verdict = self._judge_kind(kind, value)
+            self._kinds[_id(kind)] = verdict
+            self._kept_kinds.append(kind)
+        if verdict == "class":  # a class: a metaclass is handed out as its checked stand-in
+            return self.checked_metaclass(value) if issubclass(value, type) else value
+        if verdict == "module":
+            if _id(value) not in self.modules:
+                self.refuse(f"{what}, a module outside the allowed list")
+        elif verdict:
+            self.refuse(f"{what}, {verdict}")
+        return self._substitutes.get(_id(value), value)
+
+    @staticmethod
+    def _judge_kind(kind: type, value: Any) -> str:
+        if issubclass(kind, type) and not _torch_internal(value):
+            return "class"
+        if issubclass(kind, ModuleType):
+            return "module"
+        if issubclass(kind, MACHINERY):
+            return f"Python's machinery ({_type_name(kind)}), which leads into the grader's own code"
+        if _torch_internal(value):
+            return "part of torch's TorchScript and dispatcher internals"
+        return ""
+
+    def checked_metaclass(self, meta: type) -> type:
+        """A subclass of the metaclass `meta` that checks the namespace of every class it builds
+        (abc.ABCMeta("X", (), namespace) builds a class with no class statement), made once."""
+        if meta is type or self.guarded_type in _mro_of(meta) or _id(meta) in self._checked_ids:
+            return meta  # type itself, or derived from the built-in `type` the file sees, which checks
+        checked = self._checked.get(_id(meta))
+        if checked is None:
+            caps = self
+
+            def __new__(mcs: type, name: Any, bases: Any, namespace: Any, /, **kwargs: Any) -> Any:  # noqa: N807
+                if _isinstance(namespace, dict):
+                    caps._check_namespace(name, namespace)
+                return meta.__new__(mcs, name, bases, namespace, **kwargs)
+
+            checked = _type(_type_name(meta), (meta,), {"__new__": __new__, "__module__": meta.__module__, "__qualname__": meta.__qualname__})
+            self._checked[_id(meta)] = checked
+            self._checked_ids.add(_id(checked))
+            self._kept_kinds += [meta, checked]
+        return checked
+
+    def getattr(self, obj: Any, name: str, line: int = 0) -> Any:
+        self.check_name(obj, name)
+        return self.check_value(_getattr(obj, name), f"the attribute {name}")
+
+    def getitem(self, obj: Any, key: Any, line: int = 0) -> Any:
+        return self.check_value(obj[key], "an item")
+
+    def check(self, value: Any, line: int = 0) -> bool:
+        """For a name a class pattern captured: True, or refused."""
+        self.check_value(value, "a value a class pattern read")
+        return True
+
+    def augmented_attribute(self, obj: Any, name: str, operation: str, value: Any, line: int = 0) -> None:
+        """obj.name <op>= value, the read and the write checked."""
+        _setattr(self.write(obj, name), name, _getattr(operator, operation)(self.getattr(obj, name), value))
+
+    def augmented_item(self, obj: Any, key: Any, operation: str, value: Any, line: int = 0) -> None:
+        """obj[key] <op>= value, the read checked."""
+        obj[key] = _getattr(operator, operation)(self.getitem(obj, key), value)
+
+    def write(self, obj: Any, name: str, line: int = 0) -> Any:
+        """obj itself, if the file may set or delete its attribute `name`."""
+        if _is_dunder(name):
+            self.refuse(f"changing the special attribute {name}")
+        if _isinstance(obj, ModuleType):
+            self.refuse(f"changing {self._path(obj, name)}")
+        if _isinstance(obj, type) and _id(obj) not in self.own_ids:
+            self.refuse(f"changing {self._path(obj, name)} (a class the file did not define)")
+        if name[:1] == "_" and not self._owned_somewhere(obj):
+            self.refuse(f"changing the private attribute {self._path(obj, name)}")
+        return obj
+
+    # -- the built-ins ----------------------------------------------------------------------------
+
+    def builtins(self) -> dict[str, Any]:
+        caps = self
+        missing = object()
+        names = builtins.__dict__
+
+        def getattr(obj: Any, name: str, default: Any = missing, /) -> Any:  # noqa: A001
+            if _type(name) is not _str:
+                raise TypeError("attribute name must be string")
+            if default is missing:
+                return caps.getattr(obj, name)
+            caps.check_name(obj, name)
+            try:
+                value = _getattr(obj, name)
+            except AttributeError:
+                return default
+            return caps.check_value(value, f"the attribute {name}")
+
+        def hasattr(obj: Any, name: str, /) -> bool:  # noqa: A001
+            try:
+                getattr(obj, name)
+            except AttributeError:
+                return False
+            return True
+
+        def setattr(obj: Any, name: str, value: Any, /) -> None:  # noqa: A001
+            if _type(name) is not _str:
+                raise TypeError("attribute name must be string")
+            _setattr(caps.write(obj, name), name, value)
+
+        def delattr(obj: Any, name: str, /) -> None:  # noqa: A001
+            if _type(name) is not _str:
+                raise TypeError("attribute name must be string")
+            _delattr(caps.write(obj, name), name)
+
+        def vars(*args: Any) -> dict[str, Any]:  # noqa: A001
+            if len(args) != 1 or not caps._owned_somewhere(args[0]) or _isinstance(args[0], FunctionType):
+                caps.refuse("vars() of anything but an instance or class of the file's own")
+            return _dict(_getattr(args[0], "__dict__"))
+
+        def __import__(name: str, globals: Any = None, locals: Any = None, fromlist: Iterable[str] = (), level: int = 0) -> ModuleType:  # noqa: A001, A002
+            if level or name not in caps.module_paths:
+                caps.refuse(f"import of {name}")
+            module = importlib.import_module(name)
+            if not fromlist:
+                return importlib.import_module(name.partition(".")[0])
+            # `from m import a` reads m.a where no call can be put: it reads from a module holding
+            # only the checked values instead.
+            chosen = ModuleType(name)
+            for item in fromlist:
+                if item == "*":
+                    caps.refuse(f"from {name} import *")
+                _setattr(chosen, item, caps.getattr(module, item))
+            return chosen
+
+        def __build_class__(func: Any, name: str, *bases: Any, **kwargs: Any) -> Any:
+            return caps.own_class(names["__build_class__"](func, name, *bases, **kwargs))
+
+        def refused(name: str) -> Callable[..., NoReturn]:
+            def builtin(*args: Any, **kwargs: Any) -> NoReturn:
+                caps.refuse(f"the built-in {name}")
+
+            builtin.__name__ = name
+            return builtin
+
+        restricted = {name: value for name, value in names.items() if not name.startswith("__") or name in ("__name__", "__doc__", "__debug__")}
+        restricted |= {name: refused(name) for name in REFUSED_BUILTINS}
+        restricted |= {"getattr": getattr, "hasattr": hasattr, "setattr": setattr, "delattr": delattr, "vars": vars}
+        restricted |= {"__import__": __import__, "__build_class__": __build_class__, "type": self.guarded_type}
+        return restricted
+
+    def _guarded_type(self) -> type:
+        """A stand-in for `type`: type(x) and isinstance(c, type) as usual; type(name, bases,
+        namespace) and metaclasses derived from it have their namespace checked."""
+        caps = self
+
+        class _Meta(type):
+            def __instancecheck__(cls, obj: Any) -> bool:
+                return _isinstance(obj, type)
+
+            def __subclasscheck__(cls, sub: Any) -> bool:
+                return issubclass(sub, type)
+
+        class GuardedType(type, metaclass=_Meta):
+            def __new__(mcs, *args: Any, **kwargs: Any) -> Any:  # noqa: N804
+                if len(args) == 1 and not kwargs:
+                    kind = _type(args[0])
+                    return caps.checked_metaclass(kind) if issubclass(kind, type) else kind
+                if len(args) == 3 and _isinstance(args[2], _dict):
+                    caps._check_namespace(args[0], args[2])
+                if mcs is GuardedType:  # type(name, bases, namespace): the real type picks the metaclass
+                    return _type(*args, **kwargs)
+                return _type.__new__(mcs, *args, **kwargs)  # a metaclass of the file's, derived from type
+
+            def __class_getitem__(cls, item: Any) -> Any:
+                return type[item]
+
+        GuardedType.__name__ = GuardedType.__qualname__ = "type"
+        return GuardedType
+
+    def namespace(self, module_name: str) -> dict[str, Any]:
+        """The globals the rewritten module runs in."""
+        return {
+            "__name__": module_name,
+            "__builtins__": self.builtins(),
+            "__file__": self.filename,
+            GETATTR: self.getattr,
+            GETITEM: self.getitem,
+            WRITE: self.write,
+            OWN_CLASS: self.own_class,
+            CHECK: self.check,
+            AUGMENTED_ATTRIBUTE: self.augmented_attribute,
+            AUGMENTED_ITEM: self.augmented_item,
+        }
+
+
+# -- the rewrite ----------------------------------------------------------------------------------------
+
+AUGMENTED = {
+    ast.Add: "iadd", ast.Sub: "isub", ast.Mult: "imul", ast.MatMult: "imatmul", ast.Div: "itruediv", ast.FloorDiv: "ifloordiv",
+    ast.Mod: "imod", ast.Pow: "ipow", ast.LShift: "ilshift", ast.RShift: "irshift", ast.BitOr: "ior", ast.BitXor: "ixor", ast.BitAnd: "iand",
+}  # fmt: skip
+
+
+class RefusedSyntax(Exception):
+    """The text uses a name or construct that only the grader may use, or one whose reads cannot be
+    checked (a class pattern inside a class pattern, a private name in a class pattern)."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(f"line {line}: {message}")
+        self.line = line
+
+
+def _call(name: str, node: ast.AST, *args: ast.expr) -> ast.Call:
+    line = ast.Constant(getattr(node, "lineno", 0))
+    return ast.copy_location(ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[*args, line], keywords=[]), node)
+
+
+def _captures(patterns: Iterable[ast.AST]) -> list[str]:
+    names = []
+    for pattern in patterns:
+        for node in ast.walk(pattern):
+            if isinstance(node, ast.MatchClass):
+                raise RefusedSyntax(node.lineno, "a class pattern inside a class pattern (its attribute reads cannot be checked)")
+            if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+                names.append(node.name)
+            elif isinstance(node, ast.MatchMapping) and node.rest:
+                names.append(node.rest)
+    return names
+
+
+def _rewrite_case(case: ast.match_case) -> None:
+    """A class pattern reads attributes where no call can be put: every name it captures is checked
+    before the case's own guard and body (a refusal is recorded even if the file catches it)."""
+    captured: list[str] = []
+    for node in ast.walk(case.pattern):
+        if isinstance(node, ast.MatchClass):
+            for part in ast.walk(node.cls):
+                name = part.attr if isinstance(part, ast.Attribute) else part.id if isinstance(part, ast.Name) else ""
+                if name.startswith("_"):
+                    raise RefusedSyntax(node.lineno, f"a class pattern naming the private or special attribute {name}")
+            for attribute in node.kwd_attrs:
+                if attribute.startswith("_"):
+                    raise RefusedSyntax(node.lineno, f"a class pattern reading the private or special attribute {attribute}")
+            captured += _captures([*node.patterns, *node.kwd_patterns])
+    if captured:
+        checks = [_call(CHECK, case.pattern, ast.Name(id=name, ctx=ast.Load())) for name in captured]
+        values = [*checks, *([case.guard] if case.guard else [])]
+        case.guard = ast.copy_location(ast.BoolOp(op=ast.And(), values=values), case.pattern) if len(values) > 1 else values[0]
+
+
+def _rewrite_child(node: ast.AST) -> ast.AST:
+    """The node that replaces `node` in its parent: reads, writes and classes through Capabilities."""
+    if isinstance(node, ast.Attribute):
+        if isinstance(node.ctx, ast.Load):
+            return _call(GETATTR, node, node.value, ast.Constant(node.attr))
+        node.value = _call(WRITE, node, node.value, ast.Constant(node.attr))
+    elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+        return _call(GETITEM, node, node.value, node.slice)
+    elif isinstance(node, ast.AugAssign) and isinstance(node.target, (ast.Attribute, ast.Subscript)):
+        # x.a += v reads x.a where no call can be put: one call reads, combines in place and writes.
+        target, operation = node.target, ast.Constant(AUGMENTED[type(node.op)])
+        if isinstance(target, ast.Attribute):
+            call = _call(AUGMENTED_ATTRIBUTE, node, target.value, ast.Constant(target.attr), operation, node.value)
+        else:
+            call = _call(AUGMENTED_ITEM, node, target.value, target.slice, operation, node.value)
+        return ast.copy_location(ast.Expr(call), node)
+    elif isinstance(node, ast.ClassDef):
+        node.decorator_list.insert(0, ast.copy_location(ast.Name(id=OWN_CLASS, ctx=ast.Load()), node))
+    elif isinstance(node, ast.match_case):
+        _rewrite_case(node)
+    return node
+
+
+def _mangle(tree: ast.AST) -> None:
+    """Private names inside a class (self.__x) as the compiler would mangle them (self._Class__x):
+    the rewrite turns attribute reads into strings, which the compiler does not mangle."""
+    stack: list[tuple[ast.AST, str]] = [(tree, "")]
+    while stack:
+        node, owner = stack.pop()
+        if isinstance(node, ast.Attribute) and owner and node.attr.startswith("__") and not node.attr.endswith("__"):
+            node.attr = f"_{owner}{node.attr}"
+        inner = node.name.lstrip("_") if isinstance(node, ast.ClassDef) else owner
+        for child in ast.iter_child_nodes(node):
+            # a class's bases, keywords and decorators are read outside its body
+            outside = isinstance(node, ast.ClassDef) and child in (*node.bases, *node.keywords, *node.decorator_list)
+            stack.append((child, owner if outside else inner))
+
+
+def _check_names(tree: ast.AST) -> None:
+    """Refuse the names only the grader may use, before the rewrite adds its own."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            names = [node.id]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, ast.arg):
+            names = [node.arg]
+        elif isinstance(node, ast.Attribute):
+            names = [node.attr]
+        elif isinstance(node, ast.alias):
+            names = [node.name, node.asname or ""]
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names = list(node.names)
+        elif isinstance(node, ast.keyword):
+            names = [node.arg or ""]
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)):
+            names = [node.name or ""]
+        else:
+            continue
+        for name in names:
+            if name.startswith(PREFIX) or name == "__builtins__":
+                raise RefusedSyntax(getattr(node, "lineno", 0), f"the name {name} is reserved for the grader")
+
+
+def transform(tree: ast.Module) -> ast.Module:
+    """Rewrite the tree in place so that reads, writes and classes go through Capabilities. Walks
+    with an explicit stack: a long generated expression cannot exhaust Python's recursion limit."""
+    _check_names(tree)
+    _mangle(tree)
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        for field, value in ast.iter_fields(node):
+            if isinstance(node, ast.MatchClass) and field == "cls":
+                continue  # a dotted name, checked in _rewrite_case: the compiler accepts nothing else there
+            if isinstance(value, list):
+                for index, item in enumerate(value):
+                    if isinstance(item, ast.AST):
+                        value[index] = replaced = _rewrite_child(item)
+                        stack.append(replaced)
+            elif isinstance(value, ast.AST):
+                replaced = _rewrite_child(value)
+                setattr(node, field, replaced)
+                stack.append(replaced)
+    return ast.fix_missing_locations(tree)
+
+
+def compile_submission(text: str, filename: str) -> CodeType:
+    """The code object of the rewritten submission (SyntaxError or RefusedSyntax if it cannot be)."""
+    return compile(transform(ast.parse(text, filename=filename)), filename, "exec", dont_inherit=True)

@@ -1,0 +1,262 @@
+"""The capability layer (grader/child/restricted.py): what a submission's code can reach is decided
+on the objects at run time, so every route to the interpreter or a forbidden function is refused
+whatever the syntax, and honest code (private names of its own, names an allowed module does not
+have, modules as values) runs unchanged.
+
+Each snippet runs here, in this process, as the child runs a submission: compiled from its text
+after the rewrite, with the restricted built-ins. A refusal is recorded as the runtime guard records
+it, so catching its exception hides nothing.
+"""
+
+import hashlib
+import textwrap
+import types
+import warnings
+
+import pytest
+import torch
+
+from grader.child.restricted import Capabilities, RefusedSyntax, compile_submission
+from grader.spec import CHILD_POLICY, load_spec
+
+POLICY = load_spec().policy
+PRELUDE = """\
+import torch
+x = torch.ones(2, 3)
+g = (i for i in range(3))
+def f(a):
+    return a
+"""
+PRELUDE_LINES = PRELUDE.count("\n")
+
+
+class Refused(RuntimeError):
+    pass
+
+
+def run(source: str) -> tuple[dict, list[str]]:
+    """The snippet's globals after it ran (or stopped at its first refusal), and what was refused."""
+    found: list[str] = []
+
+    def refuse(what: str) -> None:
+        found.append(what)
+        raise Refused(what)
+
+    filename = f"snippet_{hashlib.sha256(source.encode()).hexdigest()[:8]}.py"
+    capabilities = Capabilities({key: POLICY[key] for key in CHILD_POLICY} | {"submission": filename}, refuse)
+    namespace = capabilities.namespace("candidate_submission")
+    try:
+        exec(compile_submission(PRELUDE + textwrap.dedent(source), filename), namespace)  # noqa: S102
+    except Refused:
+        pass
+    return namespace, found
+
+
+@pytest.mark.parametrize(
+    "source, named",
+    [
+        # the audit's routes: a module obtained as a value, then its sys
+        (
+            "import typing\ntry:\n    typing.no_such_name\nexcept AttributeError as e:\n    m = e.obj.sys",
+            "the attribute sys, a module outside the allowed list",
+        ),
+        ("class Own:\n    sys = None\nimport typing\nm = typing.sys", "the attribute sys, a module outside the allowed list"),
+        ("import functools\nclass Own:\n    pass\nfunctools.update_wrapper(Own(), torch.Tensor.add, assigned=('__globals__',))", "functools.update_wrapper"),
+        ("import functools\ndef own(): pass\nfunctools.wraps(f, updated=('__dict' + '__',))(own)", "functools.wraps"),
+        ("from functools import update_wrapper\ndef own(): pass\nupdate_wrapper(own, f, assigned=('__code__',))", "functools.wraps"),
+        ("import enum\nE = enum.Enum('E', {'A': 1, '__array_interface__': {}})", "enum's functional API"),
+        ("import abc\nX = abc.ABCMeta('X', (), {'__array_interface__': {}})", "defining __array_interface__"),
+        ("import abc\nmeta = type(abc.ABC)\nX = meta('X', (), {'__array_interface__': {}})", "defining __array_interface__"),
+        ("X = type(torch.Tensor)('X', (torch.Tensor,), {'__array_interface__': {}})", "defining __array_interface__"),
+        ("class Lazy:\n    def __getattr__(self, name):\n        return {}", "defining __getattr__"),
+        ("sys = print.__self__", "the special attribute __self__"),
+        ("import typing\nsys = [typing][0].sys", "the attribute sys, a module outside the allowed list"),
+        ("import functools\nF = functools.reduce(getattr, ['nn', 'functional'], torch)", "the attribute nn, a module outside the allowed list"),
+        ("import typing\nsys = getattr({'t': typing}['t'], 's' + 'ys')", "the attribute sys, a module outside the allowed list"),
+        ("import dataclasses\nb = dataclasses.builtins", "the attribute builtins, a module outside the allowed list"),
+        ("import enum\nm = enum.sys", "the attribute sys, a module outside the allowed list"),
+        ("from typing import sys", "the attribute sys, a module outside the allowed list"),
+        # Python's machinery: frames, code, globals, closures
+        ("caller = g.gi_frame", "the attribute gi_frame, Python's machinery (frame)"),
+        ("c = f.__code__", "the special attribute __code__"),
+        ("gl = f.__globals__", "the special attribute __globals__"),
+        ("gl = getattr(f, '__glob' + 'als__')", "the special attribute __globals__"),
+        ("try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    tb = e.__traceback__", "the special attribute __traceback__"),
+        ("subclasses = object.__subclasses__()", "the special attribute __subclasses__"),
+        ("d = vars(torch)", "vars() of anything but"),
+        ("d = torch.__dict__", "the special attribute __dict__"),
+        ("get = object.__getattribute__\nc = get(torch, '_C')", "the special attribute __getattribute__"),
+        ("cell = (lambda: x).__closure__", "the special attribute __closure__"),
+        # reflective functions that take attribute names as data
+        ("import operator\nget = operator.attrgetter('__globals__')", "operator.attrgetter"),
+        ("import operator\ncall = operator.methodcaller('softmax', -1)", "operator.methodcaller"),
+        ("import typing\nhints = typing.get_type_hints(f)", "typing.get_type_hints"),
+        ("import functools\nd = functools.singledispatch(f)", "functools.singledispatch"),
+        # private names of objects the file did not define; torch's internals
+        ("c = torch._C", "the private attribute torch._C"),
+        ("r = torch._refs.softmax", "the private attribute torch._refs"),
+        ("d = getattr(torch, '_deco' + 'mp')", "the private attribute torch._decomp"),
+        ("from torch import _C", "the private attribute torch._C"),
+        ("s = x._make_subclass", "the private attribute torch.Tensor._make_subclass"),
+        ("class Mine(torch.Tensor):\n    pass\ns = Mine._make_subclass", "the private attribute torch.Tensor._make_subclass"),
+        ("ops = torch.ops", "torch.ops (it reaches files, compilers, code or operators by name)"),
+        ("g = torch.Graph", "part of torch's TorchScript and dispatcher internals"),
+        ("with torch.DisableTorchFunction():\n    pass", "torch.DisableTorchFunction"),
+        # forbidden functions, by any syntax, on objects the file did not define
+        ("y = torch.softmax(x, -1)", "the function torch.softmax"),
+        ("y = x.softmax(-1)", "the Tensor method .softmax"),
+        ("y = getattr(torch, 'layer' + '_norm')", "the function torch.layer_norm"),
+        ("from torch import gelu", "the function torch.gelu"),
+        ("match [torch]:\n    case [object(sys=s)]:\n        pass", "a class pattern read"),
+        ("import numpy as np\nnp.zeros(3).tofile('f')", "numpy.ndarray.tofile"),
+        ("p = x.numpy().ctypes", "numpy.ndarray.ctypes"),
+        ("s = torch.UntypedStorage.from_file('/etc/passwd', False, 64)", "torch.UntypedStorage.from_file"),
+        # imports and built-ins
+        ("import os", "import of os"),
+        ("import torch.nn.functional as F", "import of torch.nn.functional"),
+        ("from torch import *", "from torch import *"),
+        ("y = open('/etc/passwd')", "the built-in open"),
+        ("y = eval('1')", "the built-in eval"),
+        ("y = __import__('os')", "import of os"),
+        # raw memory handed to numpy or torch, classes built from a dict of names
+        ("class Raw:\n    __array_interface__ = {'data': (0, False), 'shape': (8,), 'typestr': '|u1'}", "defining __array_interface__"),
+        ("Raw = type('Raw', (), {'__array_interface__': {}})", "defining __array_interface__"),
+        ("class Own:\n    pass\no = Own()\nsetattr(o, '__array_interface__', {})", "changing the special attribute __array_interface__"),
+        ("class Own:\n    __match_args__ = ('__dict__',)", "__match_args__ of the class Own"),
+        # changing what is not the file's own
+        ("torch.exp = lambda t: t", "changing torch.exp"),
+        ("torch.Tensor.exp = None", "changing torch.Tensor.exp"),
+        ("setattr(torch.Tensor, 'softmax', f)", "changing torch.Tensor.softmax"),
+        ("x.__class__ = int", "changing the special attribute __class__"),
+        ("import typing\ntry:\n    typing.nope\nexcept AttributeError as e:\n    e.obj.sys += 1", "changing typing.sys"),
+    ],
+)
+def test_each_route_is_refused_at_run_time(source, named):
+    _, found = run(source)
+    assert any(named in what for what in found), found
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "match x:\n    case torch._C.TensorBase():\n        pass",
+        "match x:\n    case object(_private=p):\n        pass",
+        "match x:\n    case object(a=object(b=c)):\n        pass",
+        "__mlm_getattr__ = getattr",
+        "y = __builtins__",
+    ],
+)
+def test_syntax_whose_reads_cannot_be_checked_is_refused_before_it_runs(source):
+    with pytest.raises(RefusedSyntax):
+        compile_submission(textwrap.dedent(source), "snippet.py")
+
+
+def test_a_class_pattern_capture_is_checked_before_its_body():
+    _, found = run("import typing\nmatch typing:\n    case object(sys=s):\n        y = 1")
+    assert found and "a class pattern read" in found[0]
+
+
+@pytest.mark.parametrize(
+    "source, check",
+    [
+        # private names of the file's own classes are its own business
+        (
+            "class Cache:\n    def __init__(self):\n        self._dtype = torch.float64\n        self.__hidden = 1\n    def _check(self):\n"
+            "        return self._dtype, self.__hidden\ny = Cache()._check()",
+            "y == (torch.float64, 1)",
+        ),
+        (
+            "class Base:\n    def _helper(self):\n        return 2\nclass Child(Base):\n    def run(self):\n"
+            "        return super()._helper()\ny = Child().run()",
+            "y == 2",
+        ),
+        # namedtuple: fields from a list and a keyword, and its documented underscore API
+        (
+            "from collections import namedtuple\nfields = ['q', 'k']\nP = namedtuple('P', fields, defaults=(0,))\n"
+            "p = P._make([1, 2])\ny = (p._asdict(), P._fields, p._replace(q=5).q)",
+            "y == ({'q': 1, 'k': 2}, ('q', 'k'), 5)",
+        ),
+        # own methods with the names of forbidden attributes or functions
+        (
+            "class Plan:\n    def compile(self):\n        return 1\n    def save(self, v):\n        return v\n    def softmax(self, t):\n        return t\n"
+            "p = Plan()\ny = p.compile() + p.save(2) + p.softmax(3)",
+            "y == 6",
+        ),  # fmt: skip
+        # classes and types as ordinary code uses them
+        ("shape = (2, 3)\ny = type(shape)(reversed(shape))", "y == (3, 2)"),
+        ("y = isinstance(int, type) and issubclass(bool, int) and type(x) is torch.Tensor", "y is True"),
+        ("class Meta(type):\n    pass\nclass K(metaclass=Meta):\n    pass\ny = type(K) is Meta", "y is True"),
+        ("match x:\n    case torch.Tensor(shape=(n, t)):\n        y = n * t", "y == 6"),
+        ("import torch\ny = torch.broadcast_shapes((2, 1), (1, 3))", "y == (2, 3)"),
+        # modules as values, attributes that do not exist where they never run
+        ("import math, numpy\nlibs = {'m': math, 'n': numpy}\ny = libs['m'].sqrt(4.0) + libs['n'].sqrt(9.0)", "y == 5.0"),
+        ("if False:\n    x.not_a_real_attribute()\ny = 1", "y == 1"),
+        ("import typing\nif typing.TYPE_CHECKING:\n    import os\ny = 2", "y == 2"),
+        # in-place operations keep their meaning
+        (
+            "class Acc:\n    total = None\na = Acc()\na.total = torch.zeros(3)\nkept = a.total\na.total += 1\ncounts = [1, 2]\ncounts[0] += 5",
+            "kept.sum().item() == 3 and counts == [6, 2]",
+        ),  # fmt: skip
+        (
+            "import functools\ndef deco(fn):\n    @functools.wraps(fn)\n    def inner(*a):\n        return fn(*a) + 1\n    return inner\n@deco\ndef h(v):\n"
+            "    return v\ny = (h(1), h.__name__, h.__wrapped__(1))",
+            "y == (2, 'h', 1)",
+        ),  # fmt: skip
+        (
+            "import dataclasses\n@dataclasses.dataclass\nclass B:\n    w: int\n    extra: list = dataclasses.field(default_factory=list)\n"
+            "y = dataclasses.replace(B(1), w=3).w + len(dataclasses.fields(B))",
+            "y == 5",
+        ),  # fmt: skip
+        ("import enum\nclass Kind(enum.Enum):\n    SOFT = 1\ny = (Kind.SOFT.value, Kind['SOFT'].name, Kind(1) is Kind.SOFT)", "y == (1, 'SOFT', True)"),
+        ("v = torch.ones(3, requires_grad=True)\n(v * v).sum().backward()\ny = v.grad.tolist()\nv.grad = None", "y == [2.0, 2.0, 2.0]"),
+        ("y = torch.vmap(lambda row: torch.addr(torch.zeros(2, 2), row[:2], row[1:]))(torch.ones(4, 3)).shape", "y == (4, 2, 2)"),
+        ("y = f'{x.shape[0]}-{torch.__version__ != \"\"}'", "y == '2-True'"),
+    ],
+)
+def test_honest_code_runs_unchanged(source, check):
+    namespace, found = run(source)
+    assert found == []
+    assert eval(check, {"torch": torch}, namespace)  # noqa: S307
+
+
+def test_a_long_generated_expression_is_rewritten_without_recursion():
+    source = "y = " + " + ".join(f"x.sum() * {i}" for i in range(900))
+    namespace, found = run(source)
+    assert found == [] and namespace["y"].item() == 6 * sum(range(900))
+
+
+def test_nothing_forbidden_is_reachable_through_attributes_of_the_allowed_modules():
+    """Walk what a submission can reach by attribute reads from the allowed modules, three deep,
+    through the capability layer itself (every name of dir(), private and special ones too): no
+    module outside the list, no frame, code object or forbidden function comes back."""
+    capabilities = Capabilities({key: POLICY[key] for key in CHILD_POLICY} | {"submission": "walk.py"}, _raise)
+    forbidden = {id(obj): name for name, obj in [("torch.softmax", torch.softmax), ("Tensor.softmax", torch.Tensor.softmax), ("torch.ops", torch.ops)]}
+    forbidden |= {id(torch.load): "torch.load", id(torch._C): "torch._C", id(torch.UntypedStorage.from_file): "from_file"}
+    reached, seen = {}, set()
+    frontier = [(module, module.__name__) for module in capabilities.modules.values()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            following = []
+            for obj, path in frontier:
+                if id(obj) in seen:
+                    continue
+                seen.add(id(obj))
+                if id(obj) in forbidden:
+                    reached[forbidden[id(obj)]] = path
+                if isinstance(obj, (types.FrameType, types.CodeType, types.TracebackType)) or (
+                    isinstance(obj, types.ModuleType) and id(obj) not in capabilities.modules
+                ):
+                    reached[repr(obj)[:60]] = path
+                for name in dir(obj):
+                    try:
+                        following.append((capabilities.getattr(obj, name), f"{path}.{name}"))
+                    except Exception:  # noqa: BLE001 - refused, or an attribute that raises
+                        continue
+            frontier = following
+    assert len(seen) > 5000  # the walk did go through torch and numpy
+    assert reached == {}
+
+
+def _raise(what: str) -> None:
+    raise Refused(what)
