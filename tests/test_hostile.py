@@ -1,13 +1,14 @@
 """Hostile submissions: each is rejected with its precise verdict and leaves no trace.
 
-Each wall is proven alone. Every hostile file is graded as `python -m grader FILE` grades it (its
-child walled in by bubblewrap, under a secret seed), with the static check skipped (as with
-`--no-static-check`, so the runtime guard, the protocol checks and the sandbox face it alone): it
-must get its folder's verdict. The static check alone must refuse it too (or find
-nothing in it, where a `# static check: <verdict>` line names the verdict of an attack no static
-rule can see: the grading with the static check is then the one without it). The static check is
-the grader's own code (grader/judge.py read_source, grader/policy.py check), run here directly:
-a file it refuses never runs. After each grading the host is checked: no marker file anywhere
+With every wall on (the static check, the capability layer, the runtime guard and the sandbox, as
+`python -m grader batch` grades), each hostile file is refused as forbidden_api before its attack
+runs (or gets the verdict a `# every wall: <verdict>` line names). Then the walls are proven
+without the ones in front of them, each graded as `python -m grader FILE` grades it (its child
+walled in by bubblewrap, under a secret seed): a forbidden use with the static check skipped
+(`--no-static-check`: the capability layer, the guard and the sandbox; the guard alone cannot hold
+against plain Python in its own process, see docs/threat-model.md), every other attack as plain
+Python (`--unrestricted`: the guard's operator checks, the protocol and the sandbox); each must get
+its folder's verdict. After each grading the host is checked: no marker file anywhere
 they tried to write, no process of theirs, no cgroup left, the checkout unchanged, the loopback
 service untouched, and the secret seed nowhere in the output. The same files go through the warm
 pool in tests/test_pool.py.
@@ -23,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import judge, policy
+from grader import judge
+from grader.batch import Pool
 from grader.formats.json import to_json
 from grader.isolation import bubblewrap_works
-from grader.judge import read_source
 from grader.spec import load_spec
 from tests.grading import SUBMISSIONS, checkout_files, fast_spec
 
@@ -106,21 +107,25 @@ def their_cgroups(name: str) -> list[Path]:
     return [*root.glob(f"*/mlm-grader-{name}-*"), *root.glob(f"mlm-grader-{name}-*")]
 
 
-def verdict_with_static_check(path: Path) -> str:
-    found = re.search(r"^# static check: (\w+)$", path.read_text(), re.MULTILINE)
+def verdict_with_every_wall(path: Path) -> str:
+    """forbidden_api, unless the file names another (an attack no in-process rule can see)."""
+    found = re.search(r"^# every wall: (\w+)$", path.read_text(), re.MULTILINE)
     return found.group(1) if found else "forbidden_api"
 
 
-@pytest.mark.parametrize("path", HOSTILE, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_the_static_check_alone_refuses_hostile_file(path):
+@pytest.fixture(scope="module")
+def graded_with_every_wall() -> dict[str, dict]:
+    """Every hostile file graded as `python -m grader batch` grades it: the static check, the
+    capability layer, the guard and the sandbox (through the warm pool where it keeps every wall)."""
     spec = load_spec()
-    source, tree = read_source(path, spec.limits.source_bytes)
-    violations = policy.check(tree, source.decode(), spec.policy)
-    expected = verdict_with_static_check(path)
-    if expected == "forbidden_api":
-        assert violations, f"{path.name}: the static check finds nothing"
-    else:  # an attack no static rule sees: its grading with the static check is the one without
-        assert violations == [] and expected == path.parent.name
+    return {name: to_json(report) for name, report in Pool(spec, SECRET, jobs=2).map((f"{p.parent.name}/{p.stem}", p) for p in HOSTILE)}
+
+
+@pytest.mark.parametrize("path", HOSTILE, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_with_every_wall_on_a_hostile_file_is_refused_before_its_attack_runs(path, graded_with_every_wall):
+    report = graded_with_every_wall[f"{path.parent.name}/{path.stem}"]
+    assert report["verdict"] == verdict_with_every_wall(path), report["message"]
+    assert SECRET not in report["stdout"] + report["stderr"] + report["message"]
 
 
 @pytest.fixture(scope="module")

@@ -112,23 +112,23 @@ def run(source: str) -> tuple[dict, list[str]]:
         ("p = x.numpy().ctypes", "numpy.ndarray.ctypes"),
         ("s = torch.UntypedStorage.from_file('/etc/passwd', False, 64)", "torch.UntypedStorage.from_file"),
         # imports and built-ins
-        ("import os", "import of os"),
-        ("import torch.nn.functional as F", "import of torch.nn.functional"),
-        ("from torch import *", "from torch import *"),
+        ("import os", "the import of os"),
+        ("import torch.nn.functional as F", "the import of torch.nn.functional"),
+        ("from torch import *", "the import of * from torch"),
         ("y = open('/etc/passwd')", "the built-in open"),
         ("y = eval('1')", "the built-in eval"),
-        ("y = __import__('os')", "import of os"),
+        ("y = __import__('os')", "the import of os"),
         # raw memory handed to numpy or torch, classes built from a dict of names
         ("class Raw:\n    __array_interface__ = {'data': (0, False), 'shape': (8,), 'typestr': '|u1'}", "defining __array_interface__"),
         ("Raw = type('Raw', (), {'__array_interface__': {}})", "defining __array_interface__"),
-        ("class Own:\n    pass\no = Own()\nsetattr(o, '__array_interface__', {})", "changing the special attribute __array_interface__"),
+        ("class Own:\n    pass\no = Own()\nsetattr(o, '__array_interface__', {})", "a change to the special attribute __array_interface__"),
         ("class Own:\n    __match_args__ = ('__dict__',)", "__match_args__ of the class Own"),
         # changing what is not the file's own
-        ("torch.exp = lambda t: t", "changing torch.exp"),
-        ("torch.Tensor.exp = None", "changing torch.Tensor.exp"),
-        ("setattr(torch.Tensor, 'softmax', f)", "changing torch.Tensor.softmax"),
-        ("x.__class__ = int", "changing the special attribute __class__"),
-        ("import typing\ntry:\n    typing.nope\nexcept AttributeError as e:\n    e.obj.sys += 1", "changing typing.sys"),
+        ("torch.exp = lambda t: t", "a change to torch.exp"),
+        ("torch.Tensor.exp = None", "a change to torch.Tensor.exp"),
+        ("setattr(torch.Tensor, 'softmax', f)", "a change to torch.Tensor.softmax"),
+        ("x.__class__ = int", "a change to the special attribute __class__"),
+        ("import typing\ntry:\n    typing.nope\nexcept AttributeError as e:\n    e.obj.sys += 1", "a change to typing.sys"),
     ],
 )
 def test_each_route_is_refused_at_run_time(source, named):

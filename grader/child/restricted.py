@@ -167,7 +167,7 @@ class Capabilities:
     def _check_namespace(self, name: Any, namespace: Any) -> None:
         for key in namespace:
             if _type(key) is _str and key in DANGEROUS_CLASS_NAMES:
-                self.refuse(f"defining {key} in the class {name} (it hands numpy or torch a raw memory address)")
+                self.refuse(f"a class ({name}) defining {key} (it could hand numpy or torch a raw memory address)")
         match_args = namespace.get("__match_args__", ())
         if _type(match_args) is not _tuple or any(_type(a) is not _str or a.startswith("_") for a in match_args):
             self.refuse(f"__match_args__ of the class {name} naming private or special attributes")
@@ -311,13 +311,13 @@ class Capabilities:
     def write(self, obj: Any, name: str, line: int = 0) -> Any:
         """obj itself, if the file may set or delete its attribute `name`."""
         if _is_dunder(name):
-            self.refuse(f"changing the special attribute {name}")
+            self.refuse(f"a change to the special attribute {name}")
         if _isinstance(obj, ModuleType):
-            self.refuse(f"changing {self._path(obj, name)}")
+            self.refuse(f"a change to {self._path(obj, name)}")
         if _isinstance(obj, type) and _id(obj) not in self.own_ids:
-            self.refuse(f"changing {self._path(obj, name)} (a class the file did not define)")
+            self.refuse(f"a change to {self._path(obj, name)} (a class the file did not define)")
         if name[:1] == "_" and not self._owned_somewhere(obj):
-            self.refuse(f"changing the private attribute {self._path(obj, name)}")
+            self.refuse(f"a change to the private attribute {self._path(obj, name)}")
         return obj
 
     # -- the built-ins ----------------------------------------------------------------------------
@@ -363,7 +363,7 @@ class Capabilities:
 
         def __import__(name: str, globals: Any = None, locals: Any = None, fromlist: Iterable[str] = (), level: int = 0) -> ModuleType:  # noqa: A001, A002
             if level or name not in caps.module_paths:
-                caps.refuse(f"import of {name}")
+                caps.refuse(f"the import of {name}")
             module = importlib.import_module(name)
             if not fromlist:
                 return importlib.import_module(name.partition(".")[0])
@@ -372,7 +372,7 @@ class Capabilities:
             chosen = ModuleType(name)
             for item in fromlist:
                 if item == "*":
-                    caps.refuse(f"from {name} import *")
+                    caps.refuse(f"the import of * from {name}")
                 _setattr(chosen, item, caps.getattr(module, item))
             return chosen
 
