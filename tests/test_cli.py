@@ -100,8 +100,11 @@ def test_unusable_spec_is_a_usage_error(tmp_path):
         (b"import torch\x00\n", "null bytes"),
         (b"def mlm_forward_tied(:\n", "syntax error at line 1"),
         (b"# \xff\xfe\n", "not valid UTF-8"),
+        # Python would decode the file as UTF-7: another program than the UTF-8 text checked
+        (b"#!/usr/bin/env python\n# coding: utf-7\nx = 1 +AAo-import os\n", "declares the encoding utf-7"),
+        (b"# -*- coding: no-such-codec -*-\n", "unknown encoding"),
     ],
-    ids=["too-large", "nul-byte", "syntax", "not-utf8"],
+    ids=["too-large", "nul-byte", "syntax", "not-utf8", "utf-7", "unknown-codec"],
 )
 def test_unreadable_sources_are_compile_errors(tmp_path, content, why):
     path = tmp_path / "solution.py"
@@ -109,6 +112,13 @@ def test_unreadable_sources_are_compile_errors(tmp_path, content, why):
     report, status = grade_json(str(path))
     assert (report["verdict"], status) == ("compile_error", 1)
     assert why in report["message"]
+
+
+def test_a_file_without_the_py_suffix_is_graded_like_any_other(tmp_path):
+    path = tmp_path / "solution"
+    path.write_bytes((SUBMISSIONS / "accepted" / "plain_helpers.py").read_bytes())
+    report, status = grade_json(str(path), "--public")
+    assert (report["verdict"], status) == ("accepted", 0), report["message"]
 
 
 def test_a_folder_is_a_usage_error_that_points_to_batch(tmp_path):
