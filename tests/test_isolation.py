@@ -2,13 +2,17 @@
 cgroup's life, whose processes the uid backend may kill, the secret kept from other processes,
 how a backend is chosen."""
 
+import contextlib
+import functools
 import json
 import os
 import pwd
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -78,9 +82,10 @@ def test_bubblewrap_sizes_every_tmpfs_and_makes_the_root_read_only_after_the_las
     assert command[mounts[-1] + 3 : mounts[-1] + 11] == ["--remount-ro", "/dev", "--remount-ro", "/dev/pts", "--remount-ro", "/proc", "--remount-ro", "/"]
 
 
-def run_in_sandbox(tmp_path: Path, code: str, seccomp: bool = False) -> str:
-    """Run `code` in the real sandbox (rlimits as for a submission; a box uid of its own where
-    the grader is root) and return its stdout."""
+@contextlib.contextmanager
+def sandboxed(tmp_path: Path, code: str, seccomp: bool = False, **popen: Any) -> Iterator[subprocess.Popen]:
+    """`code` running in the real sandbox (rlimits as for a submission; a box uid of its own where
+    the grader is root)."""
     (tmp_path / "kit").mkdir(exist_ok=True)
     (tmp_path / "submission").mkdir(exist_ok=True)
     fd = isolation.seccomp_fd() if seccomp else None
@@ -89,21 +94,25 @@ def run_in_sandbox(tmp_path: Path, code: str, seccomp: bool = False) -> str:
         command = isolation.bubblewrap_command(
             [sys.executable, "-I", "-S", "-c", code], tmp_path / "kit", tmp_path / "submission", fd, box.uid if box else None
         )
-        result = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            pass_fds=[fd] if fd is not None else [],
-            timeout=60,
-            preexec_fn=lambda: isolation.apply_limits_in_child(LIMITS, [], isolation.PIDS_MAX if box else None),
-        )
+        limits = functools.partial(isolation.apply_limits_in_child, LIMITS, [], isolation.PIDS_MAX if box else None, box.uid if box else None)
+        with subprocess.Popen(command, pass_fds=[fd] if fd is not None else [], preexec_fn=limits, **popen) as process:
+            try:
+                yield process
+            finally:
+                process.kill()
     finally:
         if fd is not None:
             os.close(fd)
         if box is not None:
             box.release()
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+
+
+def run_in_sandbox(tmp_path: Path, code: str, seccomp: bool = False) -> str:
+    """Run `code` in the real sandbox and return its stdout."""
+    with sandboxed(tmp_path, code, seccomp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    return stdout
 
 
 needs_bubblewrap = pytest.mark.skipif(not isolation.bubblewrap_works(), reason="needs bubblewrap (CI installs it)")
@@ -465,5 +474,36 @@ def test_inside_bubblewrap_nothing_of_the_kernel_or_of_other_processes_takes_wri
     report = json.loads(run_in_sandbox(tmp_path, WRITE_BACK, seccomp=True))
     assert host_sysctls() == before
     assert report["writable"] == {}
-    uids = host_uids(report)
-    assert len(uids) == 1 and 0 not in uids, report
+    if os.geteuid() == 0:  # else the map's outer side is bwrap's own intermediate namespace, and the grader is not root anyway
+        uids = host_uids(report)
+        assert len(uids) == 1 and 0 not in uids and isolation.BOX_UID_BASE <= min(uids) < isolation.BOX_UID_BASE + isolation.BOX_UIDS, report
+
+
+def descendants(pid: int) -> list[int]:
+    found, queue = [], [pid]
+    while queue:
+        parent = queue.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            with contextlib.suppress(OSError):
+                children = [int(child) for child in (task / "children").read_text().split()]
+                found += children
+                queue += children
+    return found
+
+
+@needs_bubblewrap
+def test_seen_from_the_host_the_sandboxed_python_has_an_unprivileged_uid_and_no_capabilities(tmp_path):
+    code = "import sys; print('up', flush=True); sys.stdin.read()"
+    with sandboxed(tmp_path, code, seccomp=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as process:
+        assert process.stdout.readline() == "up\n"
+        [python] = [pid for pid in descendants(process.pid) if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(os.fsencode(sys.executable) + b"\0")]
+        fields = dict(line.split(":", 1) for line in Path(f"/proc/{python}/status").read_text().splitlines() if ":" in line)
+        process.stdin.close()
+        process.wait(timeout=60)
+    uids = {int(uid) for uid in fields["Uid"].split() + fields["Gid"].split()}  # real, effective, saved, file system
+    assert len(uids) == 1 and 0 not in uids, fields["Uid"]
+    if os.geteuid() == 0:
+        assert isolation.BOX_UID_BASE <= uids.pop() < isolation.BOX_UID_BASE + isolation.BOX_UIDS
+    capabilities = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
+    assert {name: int(fields[name], 16) for name in capabilities} == dict.fromkeys(capabilities, 0)
+    assert fields["NoNewPrivs"].strip() == "1"
