@@ -259,6 +259,9 @@ def test_describe_says_what_the_walls_are():
     if isolation.seccomp_program() is not None:
         assert "sockets of the AF_UNIX family only" in text and "no ptrace" in text
     assert "a secret seed is not protected" in isolation.describe("process", None, LIMITS)
+    # whose uid the child has: a box uid of its own (a root grader), or the grader's
+    assert "host uid 60007 of its own, unprivileged" in isolation.describe("bubblewrap", None, LIMITS, 60007)
+    assert f"the grader's uid {os.getuid()} through a user namespace" in text
 
 
 # The uid backend: a dedicated user, and kills confined to it.
