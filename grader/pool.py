@@ -23,7 +23,6 @@ import fcntl
 import json
 import os
 import queue
-import shutil
 import signal
 import socket
 import subprocess
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import isolation
-from grader.sandbox import CHILD_PACKAGE, CappedBuffer, Child, Exit, child_environment
+from grader.sandbox import CappedBuffer, Child, Exit, child_environment, copy_child_package
 from grader.spec import Spec
 
 SERVER_BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv[1]); from child.server import main; main(sys.argv[2:])"
@@ -135,7 +134,7 @@ class WarmPool:
         self.log = CappedBuffer(SERVER_LOG_BYTES)
         self.broken = ""  # why the server cannot be started: every child is then a child of its own
         self._workdir = tempfile.TemporaryDirectory(prefix="mlm-grader-pool-")
-        shutil.copytree(CHILD_PACKAGE, Path(self._workdir.name) / "kit" / "child", ignore=shutil.ignore_patterns("__pycache__"))
+        copy_child_package(Path(self._workdir.name) / "kit")
         # Every server is started from this one thread, which lives as long as the pool: bubblewrap's
         # --die-with-parent fires when the *thread* that started it ends, and a server started again
         # from a batch's job thread would die with that thread.

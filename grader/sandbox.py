@@ -313,14 +313,23 @@ class Child:
         self.close()
 
 
+def copy_child_package(kit: Path) -> None:
+    """The child-side code in `kit` (the folder bound at SANDBOX_KIT), readable by anyone whatever
+    the grader's umask: a root grader's child runs as a box uid, which owns none of it."""
+    shutil.copytree(CHILD_PACKAGE, kit / "child", ignore=shutil.ignore_patterns("__pycache__"))
+    for path in [kit, *kit.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
 def prepare_files(workdir: Path, source: bytes, filename: str) -> tuple[Path, Path, Path]:
     """The child-side code, a home folder and the submission (read-only) in the private folder."""
     kit = workdir / "kit"
-    shutil.copytree(CHILD_PACKAGE, kit / "child", ignore=shutil.ignore_patterns("__pycache__"))
+    copy_child_package(kit)
     home = workdir / "home"
     home.mkdir()
     submission_dir = workdir / "submission"
     submission_dir.mkdir()
+    submission_dir.chmod(0o755)
     (submission_dir / filename).write_bytes(source)
     (submission_dir / filename).chmod(0o444)
     return kit, home, submission_dir

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from grader import isolation
+from grader import isolation, sandbox
 from grader.spec import ROOT, load_spec
 
 LIMITS = load_spec().limits
@@ -426,6 +426,16 @@ def test_a_box_uid_whose_lock_file_is_someone_elses_is_passed_by(monkeypatch, tm
     box = isolation.take_box_uid()
     box.release()
     assert box.uid != candidate
+
+
+def test_the_kit_and_the_submission_are_readable_by_a_box_uid_whatever_the_umask(tmp_path):
+    umask = os.umask(0o077)  # a hardened grader's: its files would be root's alone
+    try:
+        kit, _, submission = sandbox.prepare_files(tmp_path, b"x = 1\n", "solution.py")
+    finally:
+        os.umask(umask)
+    for path in [kit, *kit.rglob("*"), submission, submission / "solution.py"]:
+        assert path.stat().st_mode & (0o005 if path.is_dir() else 0o004), path
 
 
 # The secret seed: gone from what other processes can read of the grader.
