@@ -110,8 +110,9 @@ class Layout:
 @functools.cache
 def bubblewrap_works() -> bool:
     """Whether bwrap exists, knows every option we use (0.8 or newer) and may create namespaces
-    here (inside many containers it may not), and, for a root grader, whether setpriv exists and
-    a box uid is free: the real sandbox runs `true`."""
+    here (inside many containers it may not), and, for a root grader, whether setpriv exists, a
+    box uid is free and may run this Python (not where it is readable by root alone): the real
+    sandbox starts the interpreter."""
     if shutil.which("bwrap") is None:
         return False
     root = os.geteuid() == 0
@@ -124,7 +125,7 @@ def bubblewrap_works() -> bool:
         box = None
         try:
             box = take_box_uid() if root else None
-            command = bubblewrap_command(["true"], kit, submission, uid=box.uid if box else None)
+            command = bubblewrap_command([sys.executable, "-I", "-c", "pass"], kit, submission, uid=box.uid if box else None)
             return subprocess.run(command, capture_output=True, timeout=10).returncode == 0
         except (OSError, subprocess.TimeoutExpired, IsolationUnavailable):
             return False
@@ -704,7 +705,10 @@ def choose_backend(requested: str, secret_seed: bool = False) -> str:
             raise IsolationUnavailable(f"--isolation docker: {problem}")
         return "docker"
     if requested == "bubblewrap":
-        raise IsolationUnavailable("the bubblewrap backend does not work here: it needs bwrap 0.8 or newer with permission to create namespaces")
+        raise IsolationUnavailable(
+            "the bubblewrap backend does not work here: it needs bwrap 0.8 or newer with permission to create namespaces "
+            f"(and, for a root grader, setpriv and a Python that any user may read and run: the child is a box uid, {BOX_UID_BASE} or above)"
+        )
     if requested == "uid":
         raise IsolationUnavailable(f"the uid backend does not work here: {uid_problem()}")
     raise IsolationUnavailable(f"unknown isolation level {requested!r}")
