@@ -4,6 +4,7 @@ the bubblewrap wrapper the grader uses, measured alternately in one run. Usage:
     .venv/bin/python bench/sandbox_cost.py [REPEATS]
 """
 
+import os
 import statistics
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader.isolation import bubblewrap_command, bubblewrap_works, unshare_net_works  # noqa: E402
+from grader.isolation import bubblewrap_command, bubblewrap_works, take_box_uid, unshare_net_works  # noqa: E402
 
 
 def seconds(command: list[str]) -> float:
@@ -25,16 +26,21 @@ def seconds(command: list[str]) -> float:
 def main() -> None:
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 30
     child = [sys.executable, "-I", "-S", "-c", "pass"]
+    box = take_box_uid() if os.geteuid() == 0 else None  # a root grader's child runs as a box uid
     with tempfile.TemporaryDirectory() as kit, tempfile.TemporaryDirectory() as submission:
+        os.chmod(kit, 0o755)
+        os.chmod(submission, 0o755)
         variants = {"bare": child}
         if unshare_net_works():
             variants["unshare --net"] = ["unshare", "--net", "--", *child]
         if bubblewrap_works():
-            variants["bubblewrap"] = bubblewrap_command(child, Path(kit), Path(submission))
+            variants["bubblewrap"] = bubblewrap_command(child, Path(kit), Path(submission), uid=box.uid if box else None)
         times: dict[str, list[float]] = {name: [] for name in variants}
         for _ in range(repeats):
             for name, command in variants.items():
                 times[name].append(seconds(command))
+    if box is not None:
+        box.release()
     bare = statistics.median(times["bare"])
     for name, values in times.items():
         median = statistics.median(values)

@@ -1,12 +1,21 @@
 """The walls around the child: an isolation backend, rlimits and a cgroup.
 
 Backends, strongest first:
-- bubblewrap: new user, pid, network, ipc, uts and mount namespaces (no further user namespaces
-  inside); the child sees only the system libraries, the Python runtime and its site-packages
-  (read-only), the child-side code and the submission (read-only). Every writable place is sized:
-  a private /tmp and /dev/shm; the root, /dev and everything bound are read-only. No capabilities,
-  a cleared environment, a seccomp filter, and it dies with the grader. The repository, the
-  reference and the seed are not there.
+- bubblewrap: new pid, network, ipc, uts and mount namespaces and no user namespace of its own
+  making (a seccomp filter refuses them, and bwrap --disable-userns where the grader is not root);
+  the child sees only the system libraries, the Python runtime and its site-packages (read-only),
+  the child-side code and the submission (read-only). Every writable place is sized: a private
+  /tmp and /dev/shm; the root, /dev, /proc and everything bound are read-only. No capabilities, a
+  cleared environment, a seccomp filter, and it dies with the grader. The repository, the
+  reference and the seed are not there. Whose uid the child has depends on who starts it:
+  - the grader is root: a box uid (BOX_UID_BASE + a slot: a host uid that no account owns, held by
+    this grader for this child alone, as the isolate sandbox gives each box its own uid; see
+    take_box_uid). bwrap runs as root without a user namespace (so it can bind what only root may
+    reach, such as a Python under /root), keeps for the command only the capabilities to change
+    its ids, and the command is setpriv, which becomes the box uid with every capability and the
+    bounding set emptied and no_new_privs before Python starts. Sysctls and most of /proc and /sys
+    check the host uid, not capabilities: the child must never be host root, even in a namespace.
+  - otherwise: the grader's own uid, through an unprivileged user namespace (uid 65534 inside).
 - uid: the child runs as the dedicated unprivileged user mlm-runner through `setpriv`, with every
   capability dropped and no_new_privs; it cannot read what that user may not read (the container
   image keeps /app, the reference and the grader, from it) nor signal the grader. This is the
@@ -40,6 +49,7 @@ import ctypes
 import errno
 import fcntl
 import functools
+import grp
 import os
 import pwd
 import re
@@ -47,6 +57,7 @@ import resource
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -65,6 +76,16 @@ TMPFS_MIB = 64  # the private /tmp
 SHM_MIB = 16  # the private /dev/shm (POSIX semaphores and shared memory)
 PIDS_MAX = 64
 UNPRIVILEGED_ID = 65534  # "nobody" inside the user namespace (bubblewrap maps it to the grader's uid)
+# A root grader's children run as box uids: BOX_UID_BASE + a slot, each held by one grader for one
+# child (or one pool server) at a time (take_box_uid). 60000-60999, as isolate's boxes: above the
+# ranges accounts are made in, below systemd's dynamic users (61184-65519); a uid an account or a
+# group owns, or a running process has, is skipped.
+BOX_UID_BASE = 60000
+BOX_UIDS = 1000
+BOX_LOCK_DIR = Path("/tmp")  # where graders meet to hold box uids (one lock file per uid)
+# What bwrap keeps for the command when it runs as root: setpriv needs them to become the box uid
+# and to empty the bounding set; it drops them all before Python starts.
+SETPRIV_CAPABILITIES = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP")
 RUNNER_USER = "mlm-runner"  # the uid backend's user: dedicated to the grader, see "Ending a run"
 CREATE_RUNNER_USER = f"useradd --system --no-create-home --shell /usr/sbin/nologin {RUNNER_USER}"
 RUNNER_LOCK_DIR = Path("/tmp")  # where graders sharing a runner user meet to take turns
@@ -89,17 +110,28 @@ class Layout:
 @functools.cache
 def bubblewrap_works() -> bool:
     """Whether bwrap exists, knows every option we use (0.8 or newer) and may create namespaces
-    here (inside many containers it may not): the real sandbox runs `true`."""
+    here (inside many containers it may not), and, for a root grader, whether setpriv exists, a
+    box uid is free and may run this Python (not where it is readable by root alone): the real
+    sandbox starts the interpreter."""
     if shutil.which("bwrap") is None:
+        return False
+    root = os.geteuid() == 0
+    if root and shutil.which("setpriv") is None:
         return False
     with tempfile.TemporaryDirectory(prefix="mlm-grader-probe-") as folder:
         kit, submission = Path(folder, "kit"), Path(folder, "submission")
         kit.mkdir()
         submission.mkdir()
+        box = None
         try:
-            return subprocess.run(bubblewrap_command(["true"], kit, submission), capture_output=True, timeout=10).returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
+            box = take_box_uid() if root else None
+            command = bubblewrap_command([sys.executable, "-I", "-c", "pass"], kit, submission, uid=box.uid if box else None)
+            return subprocess.run(command, capture_output=True, timeout=10).returncode == 0
+        except (OSError, subprocess.TimeoutExpired, IsolationUnavailable):
             return False
+        finally:
+            if box is not None:
+                box.release()
 
 
 @functools.cache
@@ -205,6 +237,67 @@ def kill_processes_of(uid: int) -> None:
         time.sleep(0.01)
 
 
+class BoxUid:
+    """A box uid (and the gid of the same number) held by this process: no other grader takes it
+    until release(). One per child, one per pool server; the child's processes are all ended
+    before it is released."""
+
+    def __init__(self, uid: int, lock: int) -> None:
+        self.uid = uid
+        self._lock = lock
+
+    def release(self) -> None:
+        if self._lock >= 0:
+            os.close(self._lock)
+            self._lock = -1
+
+
+def _has_account(uid: int) -> bool:
+    for lookup in (pwd.getpwuid, grp.getgrgid):
+        try:
+            lookup(uid)
+            return True
+        except KeyError:
+            pass
+    return False
+
+
+def _running_uids() -> set[int]:
+    """The effective uid of every process: the owner of its /proc folder, whether or not it is
+    dumpable (a twentieth of the time of reading every status)."""
+    found = set()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            found.add(os.stat(f"/proc/{pid}").st_uid)
+        except OSError:  # ended meanwhile
+            pass
+    return found
+
+
+def take_box_uid() -> BoxUid:
+    """A free box uid, held by this process (an flock on BOX_LOCK_DIR/mlm-grader-box-UID.lock, a
+    file of ours) until released: no account or group owns it, and no process runs as it now (so
+    not one left by a grader that was killed, nor one of a container that happens to use it)."""
+    running = _running_uids()
+    for uid in range(BOX_UID_BASE, BOX_UID_BASE + BOX_UIDS):
+        if uid in running or _has_account(uid):
+            continue
+        try:
+            fd = os.open(BOX_LOCK_DIR / f"mlm-grader-box-{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError:
+            continue
+        try:
+            if os.fstat(fd).st_uid == os.geteuid():  # anyone else's file could be held to take the uid from under us
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return BoxUid(uid, fd)
+        except OSError:  # held by another grader, or by another child of ours
+            pass
+        os.close(fd)
+    raise IsolationUnavailable(f"every box uid ({BOX_UID_BASE} to {BOX_UID_BASE + BOX_UIDS - 1}) is in use, owned by an account or its lock file is not root's")
+
+
 def scrub_secret(env_var: str, secret: str) -> None:
     """Remove a secret from what other processes can read of this one: the environment variable
     `env_var` and any command-line argument holding `secret` (`--seed S`, `--seed=S`).
@@ -265,7 +358,7 @@ def _python_binds() -> list[str]:
 DENIED_CALLS = (
     # other processes' memory and descriptors
     "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "pidfd_getfd", "kcmp",
-    # namespaces, mounts and the root (bwrap --disable-userns also stops nested user namespaces)
+    # namespaces, mounts and the root (and clone with a namespace flag, and clone3: seccomp_program)
     "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "mount_setattr",
     "fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "open_by_handle_at", "name_to_handle_at",
     # kernel keyrings, BPF, perf, userfaultfd, io_uring (each with a history of privilege escalations)
@@ -277,8 +370,9 @@ DENIED_CALLS = (
 )  # fmt: skip
 
 
-# What the pool's server needs beyond a single child: its children build their own namespaces and
-# mounts (grader/child/walls.py) before they take the pool child's filter, which refuses them again.
+# What the pool's server needs beyond a single child: it makes a user namespace for itself, and its
+# children build their own namespaces and mounts (grader/child/walls.py) before they take a single
+# child's filter, which refuses them again.
 POOL_SERVER_ALLOWED = ("unshare", "mount")
 NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x00000080)  # CLONE_NEW*
 
@@ -288,11 +382,12 @@ def seccomp_program(kind: str = "child") -> bytes | None:
     """A BPF program allowing sockets of the AF_UNIX family only (socket and socketpair of any other
     family: EACCES) and refusing DENIED_CALLS (EPERM), or None without pyseccomp/libseccomp.
     Syscalls of another architecture (32-bit calls on x86_64) kill the process: libseccomp's default.
-    kind "child": a single child's (bwrap --seccomp). "pool_server": the pool's server may also
-    unshare and mount (POOL_SERVER_ALLOWED). "pool_child": a pool child's, loaded on top of the
-    server's once it is walled in: also clone with any namespace flag (EPERM) and clone3, whose flags
-    a filter cannot read (ENOSYS: the C library falls back to clone), as bwrap --disable-userns does
-    for a single child."""
+    kind "child": a child's, single (bwrap --seccomp) or of the pool (loaded on top of the server's
+    once it is walled in); it also refuses clone with any namespace flag (EPERM) and clone3, whose
+    flags a filter cannot read (ENOSYS: the C library falls back to clone), so that no route makes
+    a namespace, a user namespace least: where the grader is root, the child's uid is unprivileged
+    on the host but would hold every capability in a user namespace of its own.
+    "pool_server": the pool's server may also unshare and mount (POOL_SERVER_ALLOWED)."""
     try:
         import pyseccomp as seccomp
 
@@ -306,7 +401,7 @@ def seccomp_program(kind: str = "child") -> bytes | None:
                 rules.add_rule(seccomp.ERRNO(errno.EPERM), call)
             except OSError:  # a call this libseccomp or architecture does not know
                 pass
-        if kind == "pool_child":
+        if kind == "child":
             for flag in NAMESPACE_FLAGS:
                 rules.add_rule(seccomp.ERRNO(errno.EPERM), "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
             rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
@@ -329,41 +424,74 @@ def seccomp_fd(kind: str = "child") -> int | None:
     return fd
 
 
-def bubblewrap_command(command: list[str], kit: Path, submission_dir: Path | None, seccomp: int | None = None) -> list[str]:
+def _parent_dirs(paths: list[str]) -> list[str]:
+    """--dir for every missing parent folder of `paths`, made 0755 before anything is mounted below
+    it: bwrap makes the parents it needs 0700 (root's), which a box uid could not pass through."""
+    args: list[str] = []
+    made: set[Path] = set()
+    for path in paths:
+        for parent in reversed(Path(path).parents[:-1]):  # from the top down, / left out
+            if parent not in made:
+                made.add(parent)
+                args += ["--perms", "0755", "--dir", str(parent)]
+    return args
+
+
+def setpriv_command(uid: int, command: list[str]) -> list[str]:
+    """`command` as the host uid and gid `uid`, with no supplementary group, every capability set
+    and the bounding set emptied, and no_new_privs: setpriv needs SETPRIV_CAPABILITIES for it."""
+    drop = ["--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs"]
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *drop, "--", *command]
+
+
+def bubblewrap_command(command: list[str], kit: Path, submission_dir: Path | None, seccomp: int | None = None, uid: int | None = None) -> list[str]:
     """`command` inside the sandbox; it finds the kit and the submission at SANDBOX_KIT and SANDBOX_SUBMISSION.
-    Writable there: /tmp (TMPFS_MIB) and /dev/shm (SHM_MIB), nothing else.
+    Writable there: /tmp (TMPFS_MIB) and /dev/shm (SHM_MIB), nothing else; /proc is read-only.
+    uid: the box uid the command runs as (take_box_uid), for a grader that is root, which must give
+    one: bwrap then runs as root without a user namespace and the command is setpriv_command(uid).
+    None: the grader's own uid (it must not be root), through an unprivileged user namespace, with
+    bwrap --disable-userns.
     submission_dir None: the pool's server (grader/pool.py). Nothing at all is writable there (/tmp,
     /dev/shm and SANDBOX_SUBMISSION are empty read-only folders, on which each child mounts its
-    own), and nested user namespaces are allowed: each child makes its own, then seccomp
-    (seccomp_program("pool_child")) refuses any further one."""
+    own), /proc stays writable (each child writes its own user namespace's id maps, then makes its
+    /proc read-only), and user namespaces are allowed: the server makes one for itself where the
+    grader is root, each child makes its own, then seccomp (seccomp_program("child")) refuses any
+    further one."""
+    if uid is None and os.geteuid() == 0:
+        raise ValueError("the grader is root: the sandboxed command must run as a box uid (take_box_uid), never as root")
     filters = ["--seccomp", str(seccomp)] if seccomp is not None else []
     server = submission_dir is None
-    private = ["--dir", "/tmp"] if server else ["--size", str(TMPFS_MIB * MIB), "--tmpfs", "/tmp"]
-    shm = ["--dir", "/dev/shm"] if server else ["--size", str(SHM_MIB * MIB), "--tmpfs", "/dev/shm"]
-    submission = ["--dir", SANDBOX_SUBMISSION] if server else ["--ro-bind", str(submission_dir), SANDBOX_SUBMISSION]
+    if uid is not None:
+        user = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"]
+        user += [word for capability in SETPRIV_CAPABILITIES for word in ("--cap-add", capability)]
+        command = setpriv_command(uid, command)
+    else:
+        user = ["--unshare-all", "--unshare-user", "--cap-drop", "ALL", "--uid", str(UNPRIVILEGED_ID), "--gid", str(UNPRIVILEGED_ID)]
+        user += [] if server else ["--disable-userns"]  # no nested user namespace, where the child would hold every capability
+    private = ["--dir", "/tmp"] if server else ["--perms", "1777", "--size", str(TMPFS_MIB * MIB), "--tmpfs", "/tmp"]
+    shm = ["--dir", "/dev/shm"] if server else ["--perms", "1777", "--size", str(SHM_MIB * MIB), "--tmpfs", "/dev/shm"]
+    binds = [*_system_binds(), *_python_binds(), "--ro-bind", str(kit), SANDBOX_KIT]
+    binds += ["--dir", SANDBOX_SUBMISSION] if server else ["--ro-bind", str(submission_dir), SANDBOX_SUBMISSION]
+    destinations = [binds[i + 2] for i, word in enumerate(binds) if word == "--ro-bind"] + [SANDBOX_SUBMISSION]
     wrapper = [
         "bwrap",
-        "--unshare-all",  # ipc, pid, net, uts, cgroup namespaces, and user where it may
-        "--unshare-user",  # insist on it: --disable-userns needs it
-        *([] if server else ["--disable-userns"]),  # no nested user namespace, where the child would hold every capability
+        *user,
         "--die-with-parent",
         "--new-session",
-        "--cap-drop", "ALL",
-        "--uid", str(UNPRIVILEGED_ID),
-        "--gid", str(UNPRIVILEGED_ID),
         # Mounts apply in order: the private /tmp first, so that binds below /tmp (a checkout
         # and its .venv there) are laid on top of it instead of being hidden by it.
         *private,
         "--proc", "/proc",
         "--dev", "/dev",
+        "--chmod", "0000", "/dev/pts/ptmx",  # no new pseudo-terminal: a computation has no use for one
         *shm,
-        *_system_binds(),
-        *_python_binds(),
-        "--ro-bind", str(kit), SANDBOX_KIT,
-        *submission,
+        *_parent_dirs(destinations),
+        *binds,
         # Last, once every mount point exists: the tmpfs that bwrap builds the root from, and the
         # one under /dev, have no size; read-only, they hold nothing. /tmp and /dev/shm stay writable.
         "--remount-ro", "/dev",
+        "--remount-ro", "/dev/pts",
+        *([] if server else ["--remount-ro", "/proc"]),  # /proc/sys, /proc/pressure, other processes' attr files...
         "--remount-ro", "/",
         "--chdir", "/tmp",
         *filters,
@@ -524,14 +652,26 @@ def process_tree_cpu_seconds(root: int, seen: dict[tuple[int, int], float]) -> f
     return max(live, sum(seen.values())) / ticks
 
 
-def apply_limits_in_child(limits: Limits, cgroup_files: list[str], max_processes: int | None) -> None:
-    """Runs in the forked child before exec (subprocess preexec_fn): join the cgroup, set rlimits.
-    Only system calls here: no imports, no threads, no allocation-heavy work."""
+def give_pipes(fds: list[int], uid: int) -> None:
+    """Make the pipes among `fds` (a child's ends of its channel and output) the box uid's, as
+    they would be a child's that made them: a child may reopen its own ends through /proc/self/fd
+    (open("/dev/stdout", "w") does), which only a pipe's owner may."""
+    for fd in fds:
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            os.fchown(fd, uid, uid)
+
+
+def apply_limits_in_child(limits: Limits, cgroup_files: list[str], max_processes: int | None, owner: int | None = None) -> None:
+    """Runs in the forked child before exec (subprocess preexec_fn): join the cgroup, set rlimits,
+    and give the stdout and stderr pipes to the box uid `owner` (give_pipes). Only system calls
+    here: no imports, no threads, no allocation-heavy work."""
+    if owner is not None:
+        give_pipes([1, 2], owner)
     for path in cgroup_files:
         with open(path, "w") as f:
             f.write(str(os.getpid()))
     walls.apply_limits(limits.cpu_seconds, limits.memory_mib, limits.file_size_mib, limits.open_files)
-    if max_processes:  # counts per user: meaningful only for an unprivileged runner user
+    if max_processes:  # counts per user: meaningful only for a uid of the child's own (the runner user, a box uid)
         resource.setrlimit(resource.RLIMIT_NPROC, (max_processes, max_processes))
 
 
@@ -565,18 +705,26 @@ def choose_backend(requested: str, secret_seed: bool = False) -> str:
             raise IsolationUnavailable(f"--isolation docker: {problem}")
         return "docker"
     if requested == "bubblewrap":
-        raise IsolationUnavailable("the bubblewrap backend does not work here: it needs bwrap 0.8 or newer with permission to create namespaces")
+        raise IsolationUnavailable(
+            "the bubblewrap backend does not work here: it needs bwrap 0.8 or newer with permission to create namespaces "
+            f"(and, for a root grader, setpriv and a Python that any user may read and run: the child is a box uid, {BOX_UID_BASE} or above)"
+        )
     if requested == "uid":
         raise IsolationUnavailable(f"the uid backend does not work here: {uid_problem()}")
     raise IsolationUnavailable(f"unknown isolation level {requested!r}")
 
 
-def describe(backend: str, cgroup: "Cgroup | None", limits: Limits) -> str:
-    """One line for every report: what the child was walled in by."""
+def describe(backend: str, cgroup: "Cgroup | None", limits: Limits, uid: int | None = None) -> str:
+    """One line for every report: what the child was walled in by. uid: the box uid of a bubblewrap
+    child (the grader is root); None: the grader's own."""
     if backend == "bubblewrap":
+        if uid is not None:
+            refused = "no user namespace" if seccomp_program() is not None else "user namespaces not refused (no libseccomp)"
+            who = f"host uid {uid} of its own, unprivileged; pid, net, ipc, uts, mount namespaces, {refused}"
+        else:
+            who = f"the grader's uid {os.getuid()} through a user namespace; pid, net, ipc, uts, mount namespaces, no nested user namespace"
         walls = (
-            "bubblewrap (user, pid, net, ipc, uts, mount namespaces, no nested user namespace; read-only root and runtime; "
-            f"writable only a private {TMPFS_MIB} MiB /tmp and {SHM_MIB} MiB /dev/shm)"
+            f"bubblewrap ({who}; no capabilities; read-only root, runtime and /proc; writable only a private {TMPFS_MIB} MiB /tmp and {SHM_MIB} MiB /dev/shm)"
         )
         if seccomp_program() is not None:
             walls += (

@@ -3,12 +3,16 @@
 The server (grader/child/server.py) runs behind bubblewrap, like a single child, but with nothing
 writable and with the nested namespaces its children need; each child walls itself in before any
 submission code runs (grader/child/walls.py: its own user, mount, pid, ipc, uts and network
-namespaces, private /tmp and /dev/shm, no capabilities, non-dumpable, the rlimits, then a seccomp
-filter that also refuses any further namespace). Here, on the grader's side, every child gets its
-own pipes and its own cgroup (memory, pids, CPU accounting), which it is put in before it is sent
-the start frame, and it is watched and killed as a single child is (SIGKILL of its pid namespace's
-init, through a pidfd, and of its cgroup). So a submission graded through the pool keeps every wall
-of a single grading, and pays neither a Python start nor `import torch` nor the guard's warm-up.
+namespaces, private /tmp and /dev/shm, a read-only /proc, no capabilities, non-dumpable, the
+rlimits, then a seccomp filter that also refuses any further namespace). Where the grader is root,
+the server runs as a box uid of its own and each child as another (isolation.take_box_uid): the
+grader maps the box uids into a user namespace the server makes at its start (the server keeps
+CAP_SETUID and CAP_SETGID there alone), so no process of the pool is ever host root. Here, on the
+grader's side, every child gets its own pipes, its own box uid and its own cgroup (memory, pids,
+CPU accounting), which it is put in before it is sent the start frame, and it is watched and
+killed as a single child is (SIGKILL of its pid namespace's init, through a pidfd, and of its
+cgroup). So a submission graded through the pool keeps every wall of a single grading, and pays
+neither a Python start nor `import torch` nor the guard's warm-up.
 
 The pool is used only where all of that holds (pool_problem); elsewhere a batch starts a child per
 submission as before. If the server dies (no submission can reach it), the gradings it held are
@@ -19,7 +23,6 @@ import fcntl
 import json
 import os
 import queue
-import shutil
 import signal
 import socket
 import subprocess
@@ -32,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import isolation
-from grader.sandbox import CHILD_PACKAGE, CappedBuffer, Child, Exit, child_environment
+from grader.sandbox import CappedBuffer, Child, Exit, child_environment, copy_child_package
 from grader.spec import Spec
 
 SERVER_BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv[1]); from child.server import main; main(sys.argv[2:])"
@@ -56,7 +59,7 @@ def pool_problem(backend: str) -> str | None:
         return f"the {backend} backend starts a child per submission (the warm pool runs under bubblewrap only)"
     if not isolation.bubblewrap_works():
         return "bubblewrap does not work here"
-    if isolation.seccomp_program("pool_child") is None or isolation.seccomp_program("pool_server") is None:
+    if isolation.seccomp_program("child") is None or isolation.seccomp_program("pool_server") is None:
         return "the pool needs libseccomp (pyseccomp) to refuse nested namespaces in its children"
     for prefix in {sys.base_prefix, sys.prefix}:
         if Path(prefix).resolve().is_relative_to("/tmp") or Path(prefix).resolve().is_relative_to("/dev/shm"):
@@ -119,6 +122,10 @@ class WarmPool:
         self.spec = spec
         limits = spec.limits
         self.limits = {name: getattr(limits, name) for name in ("cpu_seconds", "memory_mib", "file_size_mib", "open_files")}
+        self.root = os.geteuid() == 0  # then the server and each child run as box uids of their own
+        if self.root:
+            self.limits["processes"] = isolation.PIDS_MAX  # RLIMIT_NPROC: each child's uid is its own
+        self.server_box: isolation.BoxUid | None = None
         self._lock = threading.Lock()
         self._next_id = 0
         self._replies: dict[int, queue.Queue] = {}
@@ -127,7 +134,7 @@ class WarmPool:
         self.log = CappedBuffer(SERVER_LOG_BYTES)
         self.broken = ""  # why the server cannot be started: every child is then a child of its own
         self._workdir = tempfile.TemporaryDirectory(prefix="mlm-grader-pool-")
-        shutil.copytree(CHILD_PACKAGE, Path(self._workdir.name) / "kit" / "child", ignore=shutil.ignore_patterns("__pycache__"))
+        copy_child_package(Path(self._workdir.name) / "kit")
         # Every server is started from this one thread, which lives as long as the pool: bubblewrap's
         # --die-with-parent fires when the *thread* that started it ends, and a server started again
         # from a batch's job thread would die with that thread.
@@ -151,27 +158,39 @@ class WarmPool:
             "tmp_mib": isolation.TMPFS_MIB,
             "shm_mib": isolation.SHM_MIB,
             "submission_dir": isolation.SANDBOX_SUBMISSION,
-            "seccomp": isolation.seccomp_program("pool_child").hex(),
+            "seccomp": isolation.seccomp_program("child").hex(),
+            "box_uids": [isolation.BOX_UID_BASE, isolation.BOX_UIDS] if self.root else None,
         }
         seccomp = isolation.seccomp_fd("pool_server")
         command = [sys.executable, "-I", "-c", SERVER_BOOTSTRAP, isolation.SANDBOX_KIT, json.dumps(config)]
-        argv = isolation.bubblewrap_command(command, Path(self._workdir.name) / "kit", None, seccomp)
-        self.server = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            pass_fds=[server_end.fileno(), seccomp],
-            env=child_environment("/tmp"),
-            cwd=self._workdir.name,
-            start_new_session=True,
-        )
-        server_end.close()
-        os.close(seccomp)
+        try:
+            self.server_box = isolation.take_box_uid() if self.root else None
+            uid = self.server_box.uid if self.server_box else None
+            argv = isolation.bubblewrap_command(command, Path(self._workdir.name) / "kit", None, seccomp, uid)
+            self.server = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                pass_fds=[server_end.fileno(), seccomp],
+                env=child_environment("/tmp"),
+                cwd=self._workdir.name,
+                start_new_session=True,
+            )
+        except (OSError, isolation.IsolationUnavailable) as error:  # every spawn then says why, and grades with a child of its own
+            self.broken = f"the pool's server could not be started: {error}"
+            self.control.close()
+            if self.server_box is not None:
+                self.server_box.release()
+                self.server_box = None
+            return
+        finally:
+            server_end.close()
+            os.close(seccomp)
         threading.Thread(target=self.log.drain, args=(self.server.stderr,), daemon=True).start()
         self._ready: queue.Queue = queue.Queue()
         self.server_pid = 0  # known once the server is ready (_wait_ready)
-        threading.Thread(target=self._read_control, args=(self.control, self._ready, self.generation), daemon=True).start()
+        threading.Thread(target=self._read_control, args=(self.control, self._ready, self.generation, self.server), daemon=True).start()
 
     def _wait_ready(self) -> None:
         """Under the lock: the server is ready, started again if it died; PoolError if it cannot be."""
@@ -194,7 +213,25 @@ class WarmPool:
         init = _wait_for("server's init", lambda: _find([self.server.pid], 1, 1))
         self.server_pid = _wait_for("server", lambda: _find([init], 1, 2))
 
-    def _read_control(self, control: socket.socket, ready: queue.Queue, generation: int) -> None:
+    def _map_server(self, server: subprocess.Popen) -> dict[str, str]:
+        """The server (a box uid, root) has made its user namespace: map the box uids onto
+        themselves in it, and nothing else (root is not in it), so that it may give each child a
+        box uid of its own (grader/child/walls.py)."""
+        try:
+            init = _wait_for("server's init", lambda: _find([server.pid], 1, 1))
+            pid = _wait_for("server", lambda: _find([init], 1, 2))
+            ids = f"{isolation.BOX_UID_BASE} {isolation.BOX_UID_BASE} {isolation.BOX_UIDS}\n".encode()
+            for name in ("uid_map", "gid_map"):
+                fd = os.open(f"/proc/{pid}/{name}", os.O_WRONLY)
+                try:
+                    os.write(fd, ids)
+                finally:
+                    os.close(fd)
+        except (PoolError, OSError) as error:
+            return {"kind": "not_mapped", "why": str(error)}
+        return {"kind": "mapped"}
+
+    def _read_control(self, control: socket.socket, ready: queue.Queue, generation: int, server: subprocess.Popen) -> None:
         while True:
             try:
                 data = control.recv(1 << 16)
@@ -204,6 +241,12 @@ class WarmPool:
                 message = json.loads(data) if data else {"kind": "server_gone"}
             except ValueError:
                 message = {"kind": "server_gone"}  # the server never sends anything else
+            if message.get("kind") == "map" and self.root:  # the server asks it once, before "ready"
+                try:
+                    control.send(json.dumps(self._map_server(server)).encode())
+                except OSError:
+                    pass  # the server is gone: recv() says so next
+                continue
             if message.get("kind") in ("ready", "server_gone"):
                 ready.put(message)
             if message.get("kind") == "server_gone":
@@ -231,6 +274,9 @@ class WarmPool:
             except ProcessLookupError:
                 pass
             self.server.wait()
+        if self.server_box is not None:
+            self.server_box.release()
+            self.server_box = None
 
     def close(self) -> None:
         with self._lock:
@@ -245,10 +291,11 @@ class WarmPool:
         """judge.grade's `start`: a child of this pool in place of a child of its own."""
         return PoolChild(self, source, filename, spec)
 
-    def spawn(self, filename: str, source: bytes, fds: list[int]) -> tuple[int, "_Replies", list[int]]:
+    def spawn(self, filename: str, source: bytes, fds: list[int], uid: int | None) -> tuple[int, "_Replies", list[int]]:
         """A walled-in child on the descriptors `fds` (its ends of requests, results, stdout,
-        stderr): its spawn id, the queue its "exited" message will arrive on, and the host pids
-        of its outer process, its namespace's init and its runner."""
+        stderr), running as the box uid `uid` (None: the grader is not root, the server's uid):
+        its spawn id, the queue its "exited" message will arrive on, and the host pids of its
+        outer process, its namespace's init and its runner."""
         memfd = os.memfd_create("mlm-grader-submission", os.MFD_ALLOW_SEALING | os.MFD_CLOEXEC)
         try:
             os.write(memfd, source)
@@ -260,7 +307,7 @@ class WarmPool:
                 spawn_id = self._next_id
                 replies = _Replies(self.generation)
                 self._replies[spawn_id] = replies
-                message = {"kind": "spawn", "id": spawn_id, "filename": filename}
+                message = {"kind": "spawn", "id": spawn_id, "filename": filename, "uid": uid}
                 try:
                     socket.send_fds(self.control, [json.dumps(message).encode()], [*fds, memfd])
                 except OSError as error:
@@ -299,10 +346,16 @@ class PoolChild(Child):
         self.pool = pool
         self.server_lost = False
         self.returncode: int | None = None
+        try:
+            self.box = isolation.take_box_uid() if pool.root else None  # the child's own host uid
+        except isolation.IsolationUnavailable as error:
+            raise PoolError(str(error)) from None
+        uid = self.box.uid if self.box else None
         self.cgroup = isolation.Cgroup.create(spec.limits, Path(filename).stem)
-        self.isolation = isolation.describe("bubblewrap", self.cgroup, spec.limits) + (
+        self.isolation = isolation.describe("bubblewrap", self.cgroup, spec.limits, uid) + (
             "; warm pool (forked from a sandboxed server with torch imported, then walled in: its own user, pid, net, ipc, "
-            "uts and mount namespaces, private /tmp and /dev/shm, no capabilities, non-dumpable, no further namespaces)"
+            "uts and mount namespaces, private /tmp and /dev/shm, read-only /proc, no capabilities, non-dumpable, "
+            "no further namespaces)"
         )
         ours, theirs = [], []
         for _ in range(4):  # requests, results, stdout, stderr
@@ -313,7 +366,9 @@ class PoolChild(Child):
         ours[0], theirs[0] = theirs[0], ours[0]
         self._pidfds: list[int] = []
         try:
-            self.spawn_id, self._replies, pids = pool.spawn(filename, source, theirs)
+            if uid is not None:
+                isolation.give_pipes(theirs, uid)
+            self.spawn_id, self._replies, pids = pool.spawn(filename, source, theirs, uid)
             for pid in pids:
                 self._pidfds.append(os.pidfd_open(pid))
             if _find([pids[0]], 2, 1) != pids[1] or _find([pids[1]], 2, 2) != pids[2]:  # the pidfds are theirs
@@ -329,6 +384,8 @@ class PoolChild(Child):
                 os.close(fd)
             if self.cgroup:
                 self.cgroup.remove()
+            if self.box is not None:
+                self.box.release()
             raise
         for fd in theirs:
             os.close(fd)
@@ -402,6 +459,8 @@ class PoolChild(Child):
             pass
         if self.cgroup:
             self.cgroup.remove()
+        if self.box is not None:  # its processes have ended (or, the server lost, are no longer listed: take_box_uid checks)
+            self.box.release()
         for thread in self._threads:
             thread.join(timeout=2)
         for fd in [self.request_fd, *self._pidfds]:

@@ -313,14 +313,23 @@ class Child:
         self.close()
 
 
+def copy_child_package(kit: Path) -> None:
+    """The child-side code in `kit` (the folder bound at SANDBOX_KIT), readable by anyone whatever
+    the grader's umask: a root grader's child runs as a box uid, which owns none of it."""
+    shutil.copytree(CHILD_PACKAGE, kit / "child", ignore=shutil.ignore_patterns("__pycache__"))
+    for path in [kit, *kit.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
 def prepare_files(workdir: Path, source: bytes, filename: str) -> tuple[Path, Path, Path]:
     """The child-side code, a home folder and the submission (read-only) in the private folder."""
     kit = workdir / "kit"
-    shutil.copytree(CHILD_PACKAGE, kit / "child", ignore=shutil.ignore_patterns("__pycache__"))
+    copy_child_package(kit)
     home = workdir / "home"
     home.mkdir()
     submission_dir = workdir / "submission"
     submission_dir.mkdir()
+    submission_dir.chmod(0o755)
     (submission_dir / filename).write_bytes(source)
     (submission_dir / filename).chmod(0o444)
     return kit, home, submission_dir
@@ -348,10 +357,16 @@ class ProcessChild(Child):
         max_processes = None
         inherited = [request_read, result_write]
         seccomp = None
+        self.box: isolation.BoxUid | None = None  # the child's own host uid, where the grader is root
+        uid = None
         if backend == "bubblewrap":
+            if os.geteuid() == 0:
+                self.box = isolation.take_box_uid()
+                uid = self.box.uid
+                max_processes = isolation.PIDS_MAX  # the box uid is this child's alone
             seccomp = isolation.seccomp_fd()
             inherited += [seccomp] if seccomp is not None else []
-            command = isolation.bubblewrap_command(command, kit, submission_dir, seccomp)
+            command = isolation.bubblewrap_command(command, kit, submission_dir, seccomp, uid)
         else:
             if backend == "uid":
                 command = isolation.uid_command(command)
@@ -360,19 +375,28 @@ class ProcessChild(Child):
             if isolation.unshare_net_works():
                 command = ["unshare", "--net", "--", *command]
         self.cgroup = isolation.Cgroup.create(limits, Path(filename).stem)
-        self.isolation = isolation.describe(backend, self.cgroup, limits)
+        self.isolation = isolation.describe(backend, self.cgroup, limits, uid)
         join = self.cgroup.join_files() if self.cgroup else []
-        self.process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            pass_fds=inherited,
-            cwd=home,
-            env=env,
-            start_new_session=True,  # its own process group, so one killpg ends everything it started
-            preexec_fn=functools.partial(isolation.apply_limits_in_child, limits, join, max_processes),
-        )
+        try:
+            if uid is not None:
+                isolation.give_pipes(inherited, uid)
+            self.process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=inherited,
+                cwd=home,
+                env=env,
+                start_new_session=True,  # its own process group, so one killpg ends everything it started
+                preexec_fn=functools.partial(isolation.apply_limits_in_child, limits, join, max_processes, uid),
+            )
+        except BaseException:
+            if self.cgroup:
+                self.cgroup.remove()
+            if self.box is not None:
+                self.box.release()
+            raise
         for fd in inherited:  # the child has its copies
             os.close(fd)
         self.request_fd = request_write
@@ -442,6 +466,8 @@ class ProcessChild(Child):
             self.cgroup.remove()
         if self.backend == "uid":
             isolation.kill_processes_of(isolation.runner_ids()[0])
+        if self.box is not None:  # every process of the child has ended with bwrap's pid namespace
+            self.box.release()
         for thread in self._threads:
             thread.join(timeout=2)
         try:

@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -18,7 +19,8 @@ CORRECT = SUBMISSIONS / "accepted" / "plain_helpers.py"
 
 
 def without_timings(report: dict) -> dict:
-    report = dict(report, seconds=None)
+    """The report but its timings and the child's uid (a root grader's child has a box uid of its own, whichever is free)."""
+    report = dict(report, seconds=None, isolation=re.sub(r"host uid \d+ ", "host uid UID ", report["isolation"]))
     report["cases"] = [dict(case, seconds=None) for case in report["cases"]]
     return report
 

@@ -2,67 +2,117 @@
 cgroup's life, whose processes the uid backend may kill, the secret kept from other processes,
 how a backend is chosen."""
 
+import contextlib
+import functools
 import json
 import os
 import pwd
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from grader import isolation
+from grader import isolation, sandbox
 from grader.spec import ROOT, load_spec
 
 LIMITS = load_spec().limits
+
+
+BOX = isolation.BOX_UID_BASE  # a box uid, for the commands built but not run
 
 
 def bind_sources(command: list[str]) -> list[str]:
     return [command[i + 1] for i, word in enumerate(command) if word in ("--ro-bind", "--bind")]
 
 
-def test_bubblewrap_never_exposes_the_repository_the_reference_or_the_grader(tmp_path):
-    command = isolation.bubblewrap_command(["python"], tmp_path / "kit", tmp_path / "submission")
+@pytest.fixture(params=["root", "not root"])
+def command(request, monkeypatch, tmp_path) -> list[str]:
+    """The single child's bubblewrap command as a root grader builds it (a box uid) and as any
+    other grader does (its own uid, through a user namespace)."""
+    if request.param == "not root":
+        monkeypatch.setattr(isolation.os, "geteuid", lambda: 1000)
+    uid = BOX if request.param == "root" else None
+    return isolation.bubblewrap_command(["python"], tmp_path / "kit", tmp_path / "submission", uid=uid)
+
+
+def test_bubblewrap_never_exposes_the_repository_the_reference_or_the_grader(command, tmp_path):
     sources = [Path(s).resolve() for s in bind_sources(command)]
     for secret in (ROOT, ROOT / "reference", ROOT / "grader", ROOT / "problem", ROOT / "tests"):
         assert not any(s == secret or secret.is_relative_to(s) for s in sources), secret
     assert "--bind" not in command  # nothing of the host is writable inside
-    assert {"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop"} <= set(command)
+    assert {"--unshare-pid", "--die-with-parent", "--new-session", "--cap-drop"} <= set(command) or "--unshare-all" in command
     first_bind = command.index("--ro-bind")
     assert command.index("--tmpfs") < first_bind  # else a venv under /tmp would be hidden by the tmpfs
     assert [str(tmp_path / "kit"), isolation.SANDBOX_KIT] == command[command.index(str(tmp_path / "kit")) :][:2]
+    # bwrap makes the parents of a mount point 0700 by itself: every one is made 0755 first
+    made = {command[i + 3] for i, word in enumerate(command[:first_bind]) if word == "--perms" and command[i + 1 : i + 3] == ["0755", "--dir"]}
+    for destination in [command[i + 2] for i, word in enumerate(command) if word == "--ro-bind"]:
+        assert {str(parent) for parent in Path(destination).parents[:-1]} <= made, destination
 
 
-def test_bubblewrap_sizes_every_tmpfs_and_makes_the_root_read_only_after_the_last_mount(tmp_path):
-    command = isolation.bubblewrap_command(["python"], tmp_path / "kit", tmp_path / "submission")
+def test_a_root_grader_runs_bubblewrap_without_a_user_namespace_and_the_child_as_a_box_uid_without_capabilities(command):
+    wrapper, child = command[: command.index("--") + 1], command[command.index("--") + 1 :]
+    if "--unshare-all" in wrapper:  # not root: the grader's own uid, through an unprivileged user namespace
+        assert {"--unshare-user", "--disable-userns"} <= set(wrapper) and child == ["python"]
+        return
+    assert "--unshare-user" not in wrapper and "--userns" not in wrapper  # a user namespace of root's would make the child host root
+    assert {"--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"} <= set(wrapper)
+    kept = [wrapper[i + 1] for i, word in enumerate(wrapper) if word == "--cap-add"]
+    assert wrapper[wrapper.index("--cap-drop") + 1] == "ALL" and kept == list(isolation.SETPRIV_CAPABILITIES)
+    assert child[:5] == ["setpriv", f"--reuid={BOX}", f"--regid={BOX}", "--clear-groups", "--inh-caps=-all"]
+    assert {"--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs"} <= set(child[: child.index("--")]) and child[-2:] == ["--", "python"]
+
+
+def test_a_root_grader_never_builds_a_command_for_its_own_uid(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("the grader is not root here")
+    with pytest.raises(ValueError, match="box uid"):
+        isolation.bubblewrap_command(["python"], tmp_path / "kit", tmp_path / "submission")
+
+
+def test_bubblewrap_sizes_every_tmpfs_and_makes_the_root_read_only_after_the_last_mount(command):
     mounts = [i for i, word in enumerate(command) if word in ("--ro-bind", "--bind", "--tmpfs", "--dev", "--proc", "--symlink")]
     for i in mounts:
         if command[i] == "--tmpfs":
             assert command[i - 2] == "--size", f"{command[i + 1]} has no size"
-    assert command[mounts[-1] + 3 : mounts[-1] + 7] == ["--remount-ro", "/dev", "--remount-ro", "/"]
+    assert command[mounts[-1] + 3 : mounts[-1] + 11] == ["--remount-ro", "/dev", "--remount-ro", "/dev/pts", "--remount-ro", "/proc", "--remount-ro", "/"]
 
 
-def run_in_sandbox(tmp_path: Path, code: str, seccomp: bool = False) -> str:
-    """Run `code` in the real sandbox (rlimits as for a submission) and return its stdout."""
+@contextlib.contextmanager
+def sandboxed(tmp_path: Path, code: str, seccomp: bool = False, **popen: Any) -> Iterator[subprocess.Popen]:
+    """`code` running in the real sandbox (rlimits as for a submission; a box uid of its own where
+    the grader is root)."""
     (tmp_path / "kit").mkdir(exist_ok=True)
     (tmp_path / "submission").mkdir(exist_ok=True)
     fd = isolation.seccomp_fd() if seccomp else None
+    box = isolation.take_box_uid() if os.geteuid() == 0 else None
     try:
-        command = isolation.bubblewrap_command([sys.executable, "-I", "-S", "-c", code], tmp_path / "kit", tmp_path / "submission", fd)
-        result = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            pass_fds=[fd] if fd is not None else [],
-            timeout=60,
-            preexec_fn=lambda: isolation.apply_limits_in_child(LIMITS, [], None),
+        command = isolation.bubblewrap_command(
+            [sys.executable, "-I", "-S", "-c", code], tmp_path / "kit", tmp_path / "submission", fd, box.uid if box else None
         )
+        limits = functools.partial(isolation.apply_limits_in_child, LIMITS, [], isolation.PIDS_MAX if box else None, box.uid if box else None)
+        with subprocess.Popen(command, pass_fds=[fd] if fd is not None else [], preexec_fn=limits, **popen) as process:
+            try:
+                yield process
+            finally:
+                process.kill()
     finally:
         if fd is not None:
             os.close(fd)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+        if box is not None:
+            box.release()
+
+
+def run_in_sandbox(tmp_path: Path, code: str, seccomp: bool = False) -> str:
+    """Run `code` in the real sandbox and return its stdout."""
+    with sandboxed(tmp_path, code, seccomp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    return stdout
 
 
 needs_bubblewrap = pytest.mark.skipif(not isolation.bubblewrap_works(), reason="needs bubblewrap (CI installs it)")
@@ -161,6 +211,14 @@ if os.uname().machine == "x86_64":
     report["socket AF_INET with high bits"] = call(41, (1 << 32) | socket.AF_INET, socket.SOCK_DGRAM, 0)
     report["keyctl"] = call(250, 0, -3, 0)
     report["userfaultfd"] = call(323, 1)
+    # A user namespace by the other routes: clone with CLONE_NEWUSER, and clone3 (whose flags a
+    # filter cannot read). A child that comes of either leaves at once.
+    clone_args = (ctypes.c_uint64 * 11)(0x10000000, 0, 0, 0, 17)  # flags, pidfd, child_tid, parent_tid, exit_signal
+    for name, number, args in (("clone user namespace", 56, (0x10000000 | 17, 0, 0, 0, 0)), ("clone3 user namespace", 435, (ctypes.addressof(clone_args), 88))):
+        child = libc.syscall(ctypes.c_long(number), *(ctypes.c_long(a) for a in args))
+        if child == 0:
+            os._exit(0)
+        report[name] = "allowed" if child > 0 and os.waitpid(child, 0) else errno.errorcode[ctypes.get_errno()]
 report["ptrace"] = "allowed" if libc.ptrace(0, 0, 0, 0) == 0 else errno.errorcode[ctypes.get_errno()]
 report["unshare user namespace"] = "allowed" if libc.unshare(0x10000000) == 0 else errno.errorcode[ctypes.get_errno()]
 print(json.dumps(report))
@@ -173,6 +231,8 @@ def test_seccomp_allows_only_unix_sockets_and_refuses_ptrace_and_escape_calls_in
     assert report.pop("socket AF_UNIX") == report.pop("socketpair AF_UNIX") == "allowed"
     assert {name: result for name, result in report.items() if name.startswith("socket")} == {name: "EACCES" for name in report if name.startswith("socket")}
     assert report["ptrace"] == report["unshare user namespace"] == "EPERM"
+    if "clone user namespace" in report:
+        assert (report["clone user namespace"], report["clone3 user namespace"]) == ("EPERM", "ENOSYS")
     if "keyctl" in report:
         assert report["keyctl"] == report["userfaultfd"] == "EPERM"
 
@@ -186,7 +246,9 @@ def test_every_denied_call_is_one_the_filter_knows():
 
 
 @needs_bubblewrap
-def test_a_nested_user_namespace_is_refused_even_without_seccomp(tmp_path):
+def test_a_nested_user_namespace_is_refused_even_without_seccomp_where_the_grader_is_not_root(tmp_path):
+    if os.geteuid() == 0:  # bwrap --disable-userns needs a user namespace of bwrap's, which would make a root grader's child host root
+        pytest.skip("a root grader's child is refused user namespaces by the seccomp filter (test_seccomp_allows_only_unix_sockets...)")
     code = "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nprint(libc.unshare(0x10000000), os.strerror(ctypes.get_errno()))"
     assert run_in_sandbox(tmp_path, code).split()[0] == "-1"
 
@@ -197,6 +259,9 @@ def test_describe_says_what_the_walls_are():
     if isolation.seccomp_program() is not None:
         assert "sockets of the AF_UNIX family only" in text and "no ptrace" in text
     assert "a secret seed is not protected" in isolation.describe("process", None, LIMITS)
+    # whose uid the child has: a box uid of its own (a root grader), or the grader's
+    assert "host uid 60007 of its own, unprivileged" in isolation.describe("bubblewrap", None, LIMITS, 60007)
+    assert f"the grader's uid {os.getuid()} through a user namespace" in text
 
 
 # The uid backend: a dedicated user, and kills confined to it.
@@ -322,6 +387,57 @@ def test_grading_under_the_uid_backend_leaves_other_users_processes_alone():
         nobody.wait()
 
 
+# Box uids: a root grader's children each run as one of their own.
+
+
+@needs_root
+def test_a_box_uid_is_held_by_one_child_at_a_time_and_never_one_in_use():
+    first, second = isolation.take_box_uid(), isolation.take_box_uid()
+    assert first.uid != second.uid
+    assert all(isolation.BOX_UID_BASE <= box.uid < isolation.BOX_UID_BASE + isolation.BOX_UIDS for box in (first, second))
+    assert not any(isolation._has_account(box.uid) for box in (first, second))
+    lock = str(isolation.BOX_LOCK_DIR / f"mlm-grader-box-{first.uid}.lock")
+    assert subprocess.run(["flock", "--nonblock", lock, "true"]).returncode != 0  # another grader passes it by
+    busy = as_user(first.uid, "sleep", "60")  # a process left with that uid, its grader gone
+    try:
+        first.release()
+        assert subprocess.run(["flock", "--nonblock", lock, "true"]).returncode == 0
+        deadline = time.monotonic() + 10
+        while f"\t{first.uid}\t" not in Path(f"/proc/{busy.pid}/status").read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        third = isolation.take_box_uid()
+        assert third.uid not in (first.uid, second.uid)  # first.uid is not held, but a process has it
+        third.release()
+    finally:
+        busy.kill()
+        busy.wait()
+        second.release()
+
+
+@needs_root
+def test_a_box_uid_whose_lock_file_is_someone_elses_is_passed_by(monkeypatch, tmp_path):
+    monkeypatch.setattr(isolation, "BOX_LOCK_DIR", tmp_path)
+    running = isolation._running_uids()
+    candidate = next(uid for uid in range(isolation.BOX_UID_BASE, isolation.BOX_UID_BASE + 100) if uid not in running and not isolation._has_account(uid))
+    foreign = tmp_path / f"mlm-grader-box-{candidate}.lock"
+    foreign.touch()
+    os.chown(foreign, 65534, 65534)  # anyone could make it, and hold it to take the uid from under us
+    box = isolation.take_box_uid()
+    box.release()
+    assert box.uid != candidate
+
+
+def test_the_kit_and_the_submission_are_readable_by_a_box_uid_whatever_the_umask(tmp_path):
+    umask = os.umask(0o077)  # a hardened grader's: its files would be root's alone
+    try:
+        kit, _, submission = sandbox.prepare_files(tmp_path, b"x = 1\n", "solution.py")
+    finally:
+        os.umask(umask)
+    for path in [kit, *kit.rglob("*"), submission, submission / "solution.py"]:
+        assert path.stat().st_mode & (0o005 if path.is_dir() else 0o004), path
+
+
 # The secret seed: gone from what other processes can read of the grader.
 
 SCRUB_PROBE = """
@@ -346,3 +462,61 @@ def test_the_secret_is_scrubbed_from_proc_environ_and_cmdline():
     assert secret.encode() not in environ and b"MLM_GRADER_SEED" not in environ
     assert b"KEEP_ME=still-here" in environ  # the rest is untouched
     assert secret.encode() not in cmdline and b"--seed" in cmdline
+
+
+WRITE_BACK = (Path(__file__).parent / "submissions" / "pool_attacks" / "write_back.py").read_text()
+HOST_SYSCTLS = ("kernel/core_pattern", "kernel/panic", "kernel/panic_on_oops", "vm/overcommit_memory")
+
+
+def host_sysctls() -> dict[str, str]:
+    return {name: Path("/proc/sys", name).read_text() for name in HOST_SYSCTLS}
+
+
+def host_uids(report: dict) -> set[int]:
+    """The write_back probe's real, effective and saved uids as the parent of its user namespace
+    sees them (the host, for a single child)."""
+    return {parent + uid - inside for uid in report["uids"] for inside, parent, count in report["uid_map"] if inside <= uid < inside + count}
+
+
+@needs_bubblewrap
+def test_inside_bubblewrap_nothing_of_the_kernel_or_of_other_processes_takes_writes(tmp_path):
+    # The probe opens for writing every file of /proc, /sys and /dev with a write bit and writes
+    # back what it read: a sysctl it may write (the host's kernel.core_pattern, run as root at the
+    # next core dump) is listed, and left as it was.
+    before = host_sysctls()
+    report = json.loads(run_in_sandbox(tmp_path, WRITE_BACK, seccomp=True))
+    assert host_sysctls() == before
+    assert report["writable"] == {}
+    if os.geteuid() == 0:  # else the map's outer side is bwrap's own intermediate namespace, and the grader is not root anyway
+        uids = host_uids(report)
+        assert len(uids) == 1 and 0 not in uids and isolation.BOX_UID_BASE <= min(uids) < isolation.BOX_UID_BASE + isolation.BOX_UIDS, report
+
+
+def descendants(pid: int) -> list[int]:
+    found, queue = [], [pid]
+    while queue:
+        parent = queue.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            with contextlib.suppress(OSError):
+                children = [int(child) for child in (task / "children").read_text().split()]
+                found += children
+                queue += children
+    return found
+
+
+@needs_bubblewrap
+def test_seen_from_the_host_the_sandboxed_python_has_an_unprivileged_uid_and_no_capabilities(tmp_path):
+    code = "import sys; print('up', flush=True); sys.stdin.read()"
+    with sandboxed(tmp_path, code, seccomp=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as process:
+        assert process.stdout.readline() == "up\n"
+        [python] = [pid for pid in descendants(process.pid) if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(os.fsencode(sys.executable) + b"\0")]
+        fields = dict(line.split(":", 1) for line in Path(f"/proc/{python}/status").read_text().splitlines() if ":" in line)
+        process.stdin.close()
+        process.wait(timeout=60)
+    uids = {int(uid) for uid in fields["Uid"].split() + fields["Gid"].split()}  # real, effective, saved, file system
+    assert len(uids) == 1 and 0 not in uids, fields["Uid"]
+    if os.geteuid() == 0:
+        assert isolation.BOX_UID_BASE <= uids.pop() < isolation.BOX_UID_BASE + isolation.BOX_UIDS
+    capabilities = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
+    assert {name: int(fields[name], 16) for name in capabilities} == dict.fromkeys(capabilities, 0)
+    assert fields["NoNewPrivs"].strip() == "1"

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from grader import batch, isolation, judge
-from grader.pool import WarmPool, pool_problem
+from grader.pool import PoolChild, WarmPool, pool_problem
 from grader.spec import load_spec
 from tests.grading import SUBMISSIONS, fast_spec
+from tests.test_isolation import host_sysctls, host_uids
 
 pytestmark = pytest.mark.skipif(pool_problem("bubblewrap") is not None, reason=f"no warm pool here: {pool_problem('bubblewrap')}")
 
@@ -135,6 +136,10 @@ def test_each_child_has_the_walls_and_limits_of_a_single_child(spec, prepared, w
     limits, mib = spec.limits, 1 << 20
     assert facts["pid"] == 2 and facts["cwd"] == "/tmp" and facts["tmp"] == []  # pid 2 of its own namespace, as under bubblewrap
     assert facts["tmp_mib"] == isolation.TMPFS_MIB and facts["shm_mib"] == isolation.SHM_MIB
+    [[_, outside, count]] = facts["uid_map"]  # its own uid alone, as the server's user namespace (the host, for box uids) sees it
+    assert count == 1 and outside != 0
+    if os.geteuid() == 0:
+        assert isolation.BOX_UID_BASE <= outside < isolation.BOX_UID_BASE + isolation.BOX_UIDS
     assert facts["limits"] == {
         "CPU": [limits.cpu_seconds, limits.cpu_seconds + 1],
         "AS": [limits.memory_mib * mib] * 2,
@@ -143,6 +148,55 @@ def test_each_child_has_the_walls_and_limits_of_a_single_child(spec, prepared, w
         "CORE": [0, 0],
     }
     assert_unaffected(spec, prepared, warm, tmp_path)
+
+
+def test_a_child_can_write_nothing_of_the_kernel_nor_of_other_processes(spec, prepared, warm, tmp_path):
+    # As tests/test_isolation.py does for a single child: every file of /proc, /sys and /dev with a
+    # write bit opened for writing (and its own bytes written back where that works), through the pool.
+    before = host_sysctls()
+    report = grade(spec, prepared, warm, [attacker(tmp_path, "write_back")])["write_back"]
+    assert host_sysctls() == before
+    assert report.verdict == "accepted", report.message
+    facts = json.loads(report.stdout.strip().splitlines()[-1])
+    assert facts["writable"] == {}
+    if os.geteuid() == 0:  # as the server's user namespace sees them: it maps the box uids onto themselves
+        uids = host_uids(facts)
+        assert len(uids) == 1 and isolation.BOX_UID_BASE <= min(uids) < isolation.BOX_UID_BASE + isolation.BOX_UIDS, facts
+    assert_unaffected(spec, prepared, warm, tmp_path)
+
+
+def ids_and_capabilities(pid: int) -> tuple[tuple[int, ...], int]:
+    """A process's real, effective, saved and file-system uids and its effective capabilities,
+    as the host sees them (its /proc status, read from outside every namespace of the pool)."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return tuple(int(uid) for uid in fields["Uid"].split()), int(fields["CapEff"], 16)
+
+
+def test_the_server_and_each_child_run_as_unprivileged_host_uids_of_their_own(spec, warm):
+    children = [PoolChild(warm, HONEST.read_bytes(), f"{PREFIX}uid{n}.py", spec) for n in range(2)]
+    try:
+        server_uids, _ = ids_and_capabilities(warm.server_pid)
+        assert set(server_uids) == {server_uids[0]} and server_uids[0] != 0
+        child_uids = []
+        for child in children:
+            deadline = time.monotonic() + 10
+            while (seen := [ids_and_capabilities(pid) for pid in child.pids]) and any(capabilities for _, capabilities in seen):
+                assert time.monotonic() < deadline, seen  # the outer process and the init drop theirs as the runner starts
+                time.sleep(0.05)
+            assert len({uids for uids, _ in seen}) == 1, seen  # its outer process, its init and its runner
+            uids = seen[0][0]
+            assert set(uids) == {uids[0]} and uids[0] != 0
+            assert f"host uid {uids[0]} of its own" in child.isolation or os.geteuid() != 0
+            child_uids.append(uids[0])
+        if os.geteuid() == 0:  # box uids: each its own, none of them an account's
+            assert len({server_uids[0], *child_uids}) == 3
+            assert all(isolation.BOX_UID_BASE <= uid < isolation.BOX_UID_BASE + isolation.BOX_UIDS for uid in [server_uids[0], *child_uids])
+            # The server's user namespace maps the box uids alone: no one in it can become root.
+            extents = [[int(n) for n in line.split()] for line in Path(f"/proc/{warm.server_pid}/uid_map").read_text().splitlines()]
+            assert extents == [[isolation.BOX_UID_BASE, isolation.BOX_UID_BASE, isolation.BOX_UIDS]]
+    finally:
+        for child in children:
+            child.close()
 
 
 def test_hostile_files_get_their_verdicts_through_the_pool(spec, prepared, warm, tmp_path):
@@ -204,7 +258,7 @@ def test_a_grading_that_asks_a_closed_pool_for_a_child_gets_one_of_its_own(spec,
 
 
 def test_the_pool_childs_filter_refuses_new_namespaces_but_not_a_plain_fork():
-    program = isolation.seccomp_program("pool_child")
+    program = isolation.seccomp_program("child")
     probe = f"""
 import ctypes, errno, os, sys
 sys.path.insert(0, {str(Path(isolation.__file__).parent)!r})

@@ -2,13 +2,15 @@
 
 It runs inside bubblewrap (grader/isolation.py, pool server flavour: no writable folder, a seccomp
 filter that still allows the namespaces and mounts its children build), imports torch and warms
-the runtime guard once, then waits on its control socket. For each "spawn" message it receives
-the child's descriptors (requests, results, stdout, stderr and a sealed memfd holding the
-submission) and forks; the child walls itself in (walls.py), takes the limits and the strict
-seccomp filter, says so on a private pipe, then serves the grader exactly as a single child does
-(runner.serve). The server answers "spawned" only once the child is walled in (else "failed"),
-and "exited" with its status when it ends. It never reads what a child sends the grader, and no
-child can reach it (another pid namespace; it is non-dumpable).
+the runtime guard once, then waits on its control socket. Where the grader is root it runs as a box
+uid of its own, and first makes a user namespace that the grader maps the box uids into (walls.py,
+enter_box_namespace). For each "spawn" message it receives the child's descriptors (requests,
+results, stdout, stderr and a sealed memfd holding the submission) and, where the grader is root,
+the child's box uid, and forks; the child walls itself in (walls.py), takes the limits and the
+strict seccomp filter, says so on a private pipe, then serves the grader exactly as a single child
+does (runner.serve). The server answers "spawned" only once the child is walled in (else
+"failed"), and "exited" with its status when it ends. It never reads what a child sends the
+grader, and no child can reach it (another pid namespace, another uid; it is non-dumpable).
 
 Control messages are JSON in SOCK_SEQPACKET datagrams, one message each, descriptors attached.
 """
@@ -69,7 +71,8 @@ def _child(config: dict[str, Any], message: dict[str, Any], fds: dict[str, int],
     try:
         _keep_only(fds, ready)
         filename = os.path.basename(message["filename"])
-        walls.wall_in(config["tmp_mib"], config["shm_mib"], config["submission_dir"], filename, fds["source"], {fds["requests"], fds["results"], ready})
+        keep = {fds["requests"], fds["results"], ready}
+        walls.wall_in(config["tmp_mib"], config["shm_mib"], config["submission_dir"], filename, fds["source"], keep, message["uid"])
         walls.apply_limits(**config["limits"])
         walls.install_seccomp(bytes.fromhex(config["seccomp"]))
         os.write(ready, READY)
@@ -113,11 +116,25 @@ def _wait_walled(ready: int) -> str:
             return ""
 
 
+def _box_uid_problem(config: dict[str, Any], message: dict[str, Any]) -> str:
+    """Why the spawn's uid is not one the child may take, or '' when it is: a box uid where the
+    grader is root (the server maps them), none otherwise."""
+    uid = message.get("uid")
+    if not config["box_uids"]:
+        return "" if uid is None else "a box uid was given, but the server has none"
+    first, count = config["box_uids"]
+    if type(uid) is not int or not first <= uid < first + count or uid == os.getuid():
+        return f"a spawn needs a box uid of its own, it came with {uid!r}"
+    return ""
+
+
 def _spawn(config: dict[str, Any], control: socket.socket, message: dict[str, Any], received: list[int], children: dict[int, tuple[int, int]]) -> None:
-    if len(received) != len(SPAWN_FDS) or message.get("kind") != "spawn":
+    why = f"a spawn needs {len(SPAWN_FDS)} descriptors, it came with {len(received)}" if len(received) != len(SPAWN_FDS) else ""
+    why = why or ("not a spawn" if message.get("kind") != "spawn" else _box_uid_problem(config, message))
+    if why:
         for fd in received:
             os.close(fd)
-        send(control, {"kind": "failed", "id": message.get("id"), "why": f"a spawn needs {len(SPAWN_FDS)} descriptors, it came with {len(received)}"})
+        send(control, {"kind": "failed", "id": message.get("id"), "why": why})
         return
     fds = dict(zip(SPAWN_FDS, received, strict=True))
     ready_read, ready_write = os.pipe()
@@ -145,9 +162,21 @@ def _reap(control: socket.socket, pidfd: int, children: dict[int, tuple[int, int
     send(control, {"kind": "exited", "id": spawn_id, "returncode": os.waitstatus_to_exitcode(status)})
 
 
+def _ask_for_map(control: socket.socket) -> None:
+    """Have the grader (root) map this server's new user namespace; it answers "mapped"."""
+    send(control, {"kind": "map"})
+    message, fds = receive(control)
+    for fd in fds:
+        os.close(fd)
+    if message is None or message.get("kind") != "mapped":
+        raise RuntimeError(f"the grader did not map the server's user namespace: {message}")
+
+
 def main(argv: list[str]) -> None:
     config = json.loads(argv[0])
     control = socket.socket(fileno=config["control_fd"])
+    if config["box_uids"]:  # first, while single-threaded (see walls.enter_box_namespace)
+        walls.enter_box_namespace(*config["box_uids"], lambda: _ask_for_map(control))
     walls.make_undumpable()  # no child may read the server's memory through /proc
     runner.warm_up(config["runner"])
     send(control, {"kind": "ready"})

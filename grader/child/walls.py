@@ -4,22 +4,32 @@ The pool's server (server.py) runs inside bubblewrap with torch imported and for
 submission. A fork shares everything with its siblings and the server until it walls itself in.
 Three processes come of one spawn, the last of which runs the submission:
 
-    outer  (in the server's namespaces)  unshares user, mount, pid, ipc, uts and network namespaces,
-           forks the init, and ends as the init ends;
+    outer  (in the server's namespaces)  becomes the child's own box uid where the grader is root
+           (see below), unshares user, mount, pid, ipc, uts and network namespaces, forks the
+           init, drops every capability, and ends as the init ends;
     init   (pid 1 of the new pid namespace)  mounts a private, size-capped /tmp and /dev/shm and a
-           read-only folder holding the submission, forks the runner, reaps, and ends as it ends
-           (status, or 128 + the signal, as bubblewrap reports it); when the init dies, the kernel
-           kills everything in its namespace;
+           read-only folder holding the submission, makes /proc read-only, forks the runner,
+           reaps, and ends as it ends (status, or 128 + the signal, as bubblewrap reports it); when
+           the init dies, the kernel kills everything in its namespace;
     runner (pid 2, as under bubblewrap)  drops every capability, sets no_new_privs, makes itself
            non-dumpable, takes the limits and the strict seccomp filter, then serves the grader.
 
+Host uids. Where the grader is root, the server runs as a box uid of its own, with no capability
+in the host's namespaces; at its start it makes a user namespace for itself, in which the grader
+maps the box uids and nothing else (root is not in it), and keeps CAP_SETUID, CAP_SETGID and
+CAP_KILL there alone (enter_box_namespace). Each child first becomes the box uid the grader gave it
+(become_box_uid), then makes its namespaces, so they belong to that uid: the submission runs as a
+host uid of its own that is not root, not the server's and no sibling's, with no capability in any
+namespace but its own (and none left there). Where the grader is not root, the server and its
+children all have the grader's uid.
+
 So a submission cannot signal the server or a sibling (they are outside its pid namespace), nor
 reach their abstract sockets or System V IPC, nor see their /tmp; their /proc memory, descriptors,
-environment and roots are closed to it (non-dumpable); it cannot unmount or mount anything (no
-capabilities, and seccomp refuses it), nor make a further user namespace (seccomp refuses unshare
-and clone with namespace flags). The server's /proc stays mounted (the kernel refuses a fresh one
-under bubblewrap's masked /proc), so a child can list the pool's process ids and command lines,
-which hold nothing secret.
+environment and roots are closed to it (another uid, and non-dumpable); it cannot unmount or mount
+anything (no capabilities, and seccomp refuses it), nor make a further user namespace (seccomp
+refuses unshare, clone with namespace flags and clone3), nor write anything in /proc (read-only).
+The server's /proc stays mounted (the kernel refuses a fresh one under bubblewrap's masked /proc),
+so a child can list the pool's process ids and command lines, which hold nothing secret.
 
 Only the standard library and system calls through ctypes: this runs in the child before any
 submission code, and a failure here means the submission must not run at all (WallError).
@@ -29,6 +39,7 @@ import ctypes
 import os
 import resource
 import signal
+from collections.abc import Callable
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -36,10 +47,11 @@ CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x2, 0x4, 0x20, 0x1000, 0x4000, 0x40000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x2, 0x4, 0x8, 0x20, 0x1000, 0x4000, 0x40000
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 22, 24, 38
 SECCOMP_MODE_FILTER = 2
 CAPABILITY_VERSION_3 = 0x20080522
+CAP_KILL, CAP_SETGID, CAP_SETUID = 5, 6, 7
 INNER_ID = 1000  # the child's uid and gid inside its own user namespace: not root there
 MIB = 1 << 20
 
@@ -70,16 +82,52 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def drop_capabilities() -> None:
-    """Empty the bounding set (as bwrap --cap-drop ALL does), then clear the effective, permitted
-    and inheritable sets, and the ambient set with them; no_new_privs keeps them cleared."""
+def drop_capabilities(keep: tuple[int, ...] = ()) -> None:
+    """Empty the bounding set (as bwrap --cap-drop ALL does) but for `keep`, then set the effective
+    and permitted sets to `keep` alone, the inheritable set (and the ambient set with it) empty;
+    no_new_privs keeps them so."""
     with open("/proc/sys/kernel/cap_last_cap") as f:
         last = int(f.read())
     for cap in range(last + 1):
-        _check(_libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"dropping capability {cap} from the bounding set")
+        if cap not in keep:
+            _check(_libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"dropping capability {cap} from the bounding set")
     header, data = _CapHeader(CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    for cap in keep:
+        data[cap // 32].effective |= 1 << cap % 32
+        data[cap // 32].permitted |= 1 << cap % 32
     _check(_libc.capset(ctypes.byref(header), data), "capset")
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
+def unshare_user() -> None:
+    """A new user namespace for this process (single-threaded: before torch is imported)."""
+    _check(_libc.unshare(CLONE_NEWUSER), "unshare user namespace")
+
+
+def enter_box_namespace(first: int, count: int, ask_for_map: Callable[[], None]) -> None:
+    """The server's first step where the grader is root (it runs as a box uid, with no capability):
+    a user namespace of its own, which ask_for_map() has the grader map (the box uids first ..
+    first + count - 1 onto themselves, and nothing else), then only CAP_SETUID and CAP_SETGID kept
+    in it, with which each child becomes a box uid of its own (become_box_uid), and CAP_KILL, with
+    which the server ends a child that could not wall itself in (another uid by then)."""
+    unshare_user()
+    ask_for_map()
+    expected = [str(first), str(first), str(count)]
+    for name in ("uid_map", "gid_map"):
+        with open(f"/proc/self/{name}") as f:
+            if f.read().split() != expected:
+                raise WallError(0, f"the server's {name} is not the box uids alone")
+    drop_capabilities(keep=(CAP_SETUID, CAP_SETGID, CAP_KILL))
+
+
+def become_box_uid(uid: int) -> None:
+    """In a forked child of the server: its own box uid and gid, no supplementary group. The server's
+    CAP_SETUID and CAP_SETGID are left behind with its user namespace when the child makes its own."""
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (uid, uid, uid):
+        raise WallError(0, f"could not become uid {uid}")
 
 
 def make_undumpable() -> None:
@@ -142,19 +190,28 @@ def _private_tmpfs(folder: str, mib: int, mode: str = "1777") -> None:
     _check(_libc.mount(b"tmpfs", folder.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options), f"private {folder}")
 
 
-def wall_in(tmp_mib: int, shm_mib: int, submission_dir: str, filename: str, source_fd: int, keep_fds: set[int]) -> None:
+def wall_in(tmp_mib: int, shm_mib: int, submission_dir: str, filename: str, source_fd: int, keep_fds: set[int], uid: int | None = None) -> None:
     """Call in a freshly forked child of the server; returns in the runner (see the module's
     docstring) with the submission at submission_dir/filename, read-only, in a private folder,
     and the current directory in its private /tmp. The other two processes never return. Only the
-    runner keeps keep_fds; the source descriptor is closed everywhere."""
-    outer_uid, outer_gid = os.getuid(), os.getgid()
+    runner keeps keep_fds; the source descriptor is closed everywhere. uid: the child's box uid,
+    where the grader is root; None: the server's uid (the grader's)."""
     make_undumpable()
+    if uid is not None:
+        become_box_uid(uid)
+        # A non-dumpable process's /proc files are root's, and so closed to it: it could not write
+        # its own id maps below. Dumpable for those few lines is safe with a box uid (no other
+        # process has it, and the server has no CAP_SYS_PTRACE), not with the server's shared uid.
+        _check(_libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "dumpable")
+    outer_uid, outer_gid = os.getuid(), os.getgid()
     flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET
     _check(_libc.unshare(flags), "unshare")
     _map_ids(outer_uid, outer_gid)
+    make_undumpable()
     init = os.fork()  # the new pid namespace holds only the children of this process
     if init:
         _close(keep_fds | {source_fd})
+        drop_capabilities()  # it only waits now: nothing left to do in its namespaces
         os._exit(_status_of(init))
     _die_with_parent(0)
     _check(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "private mounts")
@@ -167,6 +224,10 @@ def wall_in(tmp_mib: int, shm_mib: int, submission_dir: str, filename: str, sour
     os.chmod(path, 0o444)
     remount = MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
     _check(_libc.mount(None, submission_dir.encode(), None, remount, None), "read-only submission folder")
+    # The server's /proc, read-only from here on (the id maps above were its last writes): sysctls,
+    # pressure triggers, other processes' attr files... bubblewrap's proc flags stay (locked).
+    read_only_proc = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
+    _check(_libc.mount(None, b"/proc", None, read_only_proc, None), "read-only /proc")
     runner = os.fork()
     if runner:
         _close(keep_fds)
@@ -187,12 +248,15 @@ def _close(fds: set[int]) -> None:
             pass
 
 
-def apply_limits(cpu_seconds: int, memory_mib: int, file_size_mib: int, open_files: int) -> None:
+def apply_limits(cpu_seconds: int, memory_mib: int, file_size_mib: int, open_files: int, processes: int | None = None) -> None:
     """The rlimits of every child, a single one (grader/isolation.py apply_limits_in_child) or the
     pool's; CPU time of the whole tree, memory and processes are also held from outside, by the
-    child's cgroup. Only system calls: a single child runs this between fork and exec."""
+    child's cgroup. processes: RLIMIT_NPROC, for a child with a uid of its own (a box uid). Only
+    system calls: a single child runs this between fork and exec."""
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))  # SIGXCPU, then SIGKILL
     resource.setrlimit(resource.RLIMIT_AS, (memory_mib * MIB,) * 2)
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_mib * MIB,) * 2)
     resource.setrlimit(resource.RLIMIT_NOFILE, (open_files,) * 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if processes:
+        resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))

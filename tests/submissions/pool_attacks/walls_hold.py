@@ -1,6 +1,7 @@
 """Pool attack: looks at its own walls from inside and tries to get out of them (a new user or
-mount namespace, a mount, an unmount of its /tmp, a network socket); prints what it found as one
-JSON line (the test compares the limits with the spec) and fails the grading if any wall is missing."""
+mount namespace, a mount, an unmount of its /tmp, a network socket, a write to /proc); prints what
+it found as one JSON line (the test compares the limits with the spec) and fails the grading if any
+wall is missing, or if its uid outside its user namespace is root's."""
 
 import ctypes
 import json
@@ -34,6 +35,18 @@ try:
     problems.append("could write to its own file")
 except OSError:
     pass
+with open("/proc/self/uid_map") as f:
+    uid_map = [[int(field) for field in line.split()] for line in f]
+uid = os.getuid()
+outside = [parent + uid - inside for inside, parent, count in uid_map if inside <= uid < inside + count]
+if len(outside) != 1 or outside[0] == 0:
+    problems.append(f"uid {uid} is {outside} outside its user namespace")
+for path in ("/proc/sys/kernel/core_pattern", "/proc/self/comm", "/proc/1/oom_score_adj"):  # /proc is read-only
+    try:
+        os.close(os.open(path, os.O_WRONLY))
+        problems.append(f"opened {path} for writing")
+    except OSError:
+        pass
 if problems:
     raise RuntimeError("walls missing: " + "; ".join(problems))
 
@@ -46,6 +59,7 @@ def size_mib(folder):
 facts = {
     "pid": os.getpid(),
     "cwd": os.getcwd(),
+    "uid_map": uid_map,
     "tmp": sorted(os.listdir("/tmp")),
     "tmp_mib": size_mib("/tmp"),
     "shm_mib": size_mib("/dev/shm"),
