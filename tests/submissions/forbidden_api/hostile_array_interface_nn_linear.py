@@ -1,0 +1,68 @@
+"""Hostile: an own class's __array_interface__ lets numpy write a list slot with the address of torch.functional's globals; its F.linear does the projections (torch.nn is off-limits, though no forbidden function runs)."""
+
+import math
+
+import numpy as np
+import torch
+
+
+class Window:
+    def __init__(self, address):
+        self.address = address
+
+    @property
+    def __array_interface__(self):
+        return {"data": (self.address, False), "shape": (1,), "typestr": "<u8", "version": 3}
+
+
+def word(address):
+    return np.asarray(Window(address))
+
+
+def functional():
+    namespace = int(word(id(torch.broadcast_shapes) + 16)[0])  # PyFunctionObject.func_globals
+    word(namespace)[0] += 1  # the reference the list will own
+    box = [None]
+    word(int(word(id(box) + 24)[0]))[0] = namespace  # box[0] := that dict
+    return box[0]["F"]
+
+
+F = functional()
+
+
+class Model:
+    def __init__(self, num_heads):
+        self.num_heads = num_heads
+
+    def layer_norm(self, x):
+        mean = x.mean(dim=-1, keepdim=True)
+        var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
+        return (x - mean) / torch.sqrt(var + 1e-5)
+
+    def gelu(self, u):
+        return 0.5 * u * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3)))
+
+    def softmax(self, scores):
+        e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+        return e / e.sum(dim=-1, keepdim=True)
+
+    def linear(self, h, w):
+        return F.linear(h, w.t())  # an own method named linear; torch.nn.functional.linear(h, W^T) = h @ W
+
+    def block(self, x, weights):
+        w_q, w_k, w_v, w_o, w_1, w_2 = weights
+        n, t, d = x.shape
+        dh = d // self.num_heads
+        h = self.layer_norm(x)
+        q, k, v = (self.linear(h, w).view(n, t, self.num_heads, dh).transpose(1, 2) for w in (w_q, w_k, w_v))
+        heads = self.softmax(q @ k.transpose(-2, -1) / math.sqrt(dh)) @ v
+        x = x + self.linear(heads.transpose(1, 2).reshape(n, t, d), w_o)
+        return x + self.gelu(self.layer_norm(x) @ w_1) @ w_2
+
+
+def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
+    model = Model(num_heads)
+    x = w_emb[input_ids] + pos_embed
+    for weights in blocks_weights:
+        x = model.block(x, weights)
+    return x[mask_indicator > 0.5] @ w_emb.T

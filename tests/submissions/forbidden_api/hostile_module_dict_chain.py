@@ -1,0 +1,41 @@
+"""Hostile: torch.__dict__["functional"].__dict__["F"] walks module dicts from torch to torch.nn.functional (F.layer_norm) without one module attribute written."""
+
+import math
+
+import torch
+
+
+functional = torch.__dict__["functional"].__dict__["F"]
+
+
+class Model:
+    def __init__(self, num_heads):
+        self.num_heads = num_heads
+
+    def layer_norm(self, x):
+        return functional.layer_norm(x, (x.shape[-1],), eps=1e-5)
+
+    def gelu(self, u):
+        return 0.5 * u * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3)))
+
+    def softmax(self, scores):
+        e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+        return e / e.sum(dim=-1, keepdim=True)
+
+    def block(self, x, weights):
+        w_q, w_k, w_v, w_o, w_1, w_2 = weights
+        n, t, d = x.shape
+        dh = d // self.num_heads
+        h = self.layer_norm(x)
+        q, k, v = ((h @ w).view(n, t, self.num_heads, dh).transpose(1, 2) for w in (w_q, w_k, w_v))
+        heads = self.softmax(q @ k.transpose(-2, -1) / math.sqrt(dh)) @ v
+        x = x + heads.transpose(1, 2).reshape(n, t, d) @ w_o
+        return x + self.gelu(self.layer_norm(x) @ w_1) @ w_2
+
+
+def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
+    model = Model(num_heads)
+    x = w_emb[input_ids] + pos_embed
+    for weights in blocks_weights:
+        x = model.block(x, weights)
+    return x[mask_indicator > 0.5] @ w_emb.T

@@ -1,0 +1,44 @@
+"""Hostile: an own torch.Tensor subclass defines softmax (an own name) as super().softmax(dim), so the built-in method runs under an own name."""
+
+import math
+
+import torch
+
+
+class Scores(torch.Tensor):
+    def softmax(self, dim):
+        return super().softmax(dim)
+
+
+class Model:
+    def __init__(self, num_heads):
+        self.num_heads = num_heads
+
+    def layer_norm(self, x):
+        mean = x.mean(dim=-1, keepdim=True)
+        var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
+        return (x - mean) / torch.sqrt(var + 1e-5)
+
+    def gelu(self, u):
+        return 0.5 * u * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3)))
+
+    def softmax(self, scores):
+        return scores.as_subclass(Scores).softmax(-1).as_subclass(torch.Tensor)
+
+    def block(self, x, weights):
+        w_q, w_k, w_v, w_o, w_1, w_2 = weights
+        n, t, d = x.shape
+        dh = d // self.num_heads
+        h = self.layer_norm(x)
+        q, k, v = ((h @ w).view(n, t, self.num_heads, dh).transpose(1, 2) for w in (w_q, w_k, w_v))
+        heads = self.softmax(q @ k.transpose(-2, -1) / math.sqrt(dh)) @ v
+        x = x + heads.transpose(1, 2).reshape(n, t, d) @ w_o
+        return x + self.gelu(self.layer_norm(x) @ w_1) @ w_2
+
+
+def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
+    model = Model(num_heads)
+    x = w_emb[input_ids] + pos_embed
+    for weights in blocks_weights:
+        x = model.block(x, weights)
+    return x[mask_indicator > 0.5] @ w_emb.T
