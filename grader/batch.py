@@ -35,6 +35,7 @@ from typing import Any, TextIO, TypeVar
 
 from grader import __version__, judge
 from grader.formats.json import to_json
+from grader.formats.safe import csv_cell, printable
 from grader.isolation import ISOLATION_LEVELS, choose_backend
 from grader.pool import PoolError, ServerLost, WarmPool, pool_problem
 from grader.report import hints
@@ -353,13 +354,15 @@ def is_current(line: dict[str, Any] | None, sha256: str | None, seed_id: str, sp
 
 
 def write_csv(path: Path, rows: list[tuple[str, str, float]]) -> None:
-    """id,verdict,score for a gradebook, replaced whole (never half written)."""
+    """id,verdict,score for a gradebook, replaced whole (never half written). An id is a file's name,
+    which a student may choose: no cell is a formula to a spreadsheet or holds a control character
+    (grader/formats/safe.py)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["id", "verdict", "score"])
-    writer.writerows(rows)
+    writer.writerows((csv_cell(submission_id), csv_cell(verdict), score) for submission_id, verdict, score in rows)
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(buffer.getvalue())
+    partial.write_text(buffer.getvalue(), encoding="utf-8")
     partial.replace(path)
 
 
@@ -385,9 +388,8 @@ class Progress:
             self.bar.set_postfix_str(" ".join(f"{v}={n}" for v, n in sorted(self.verdicts.items())), refresh=False)
             self.bar.update()
         else:
-            print(
-                f"[{self.done}/{self.total}] {submission_id}: {line['verdict']}, score {line['score']:.2f}, {line['seconds']:.1f}s", file=self.out, flush=True
-            )
+            shown = printable(submission_id)  # a file's name: no terminal control sequence, no lone surrogate
+            print(f"[{self.done}/{self.total}] {shown}: {line['verdict']}, score {line['score']:.2f}, {line['seconds']:.1f}s", file=self.out, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -408,7 +410,7 @@ def summary(lines: list[dict[str, Any]]) -> str:
             f"{len(lines)} submissions: " + ", ".join(f"{v} {n}" for v, n in verdicts.most_common()),
             f"scores: mean {statistics.fmean(scores):.2f}, median {statistics.median(scores):.2f}; "
             + ", ".join(f"{b}: {buckets[b]}" for b in order if buckets[b]),
-            "slowest: " + ", ".join(f"{line['id']} {float(line.get('seconds') or 0):.1f}s ({line['verdict']})" for line in slowest),
+            "slowest: " + ", ".join(f"{printable(line['id'])} {float(line.get('seconds') or 0):.1f}s ({line['verdict']})" for line in slowest),
         ]
     )
 
@@ -563,7 +565,7 @@ def conclude(done: dict[str, dict[str, Any]], where: str, csv_path: Path | None,
         print(f"gradebook: {csv_path}", file=out)
     errors = [i for i, line in done.items() if line["verdict"] == Verdict.GRADER_ERROR]
     if errors:
-        print(f"grader_error for {len(errors)} submissions ({', '.join(errors)}): a fault of the grader; {retry}", file=out)
+        print(f"grader_error for {len(errors)} submissions ({printable(', '.join(errors))}): a fault of the grader; {retry}", file=out)
         return EXIT_USAGE
     return EXIT_DONE
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from grader import __version__
 from grader.formats import FORMATS, PLATFORM_FORMATS, VISIBILITIES, Options, render
 from grader.formats.points import DEFAULT_POINTS
+from grader.formats.safe import printable
 from grader.isolation import ISOLATION_LEVELS
 from grader.judge import STRONG_BACKENDS, grade
 from grader.results import Report, Verdict
@@ -188,7 +189,7 @@ def minimal_report(report: Report, fmt: str) -> str:
     if fmt == "json":
         keys = ("verdict", "message", "submission", "seed_id", "isolation")
         return json.dumps({"score": 0.0, "max_score": 1.0, "cases": [], **{k: str(getattr(report, k)) for k in keys}}, indent=2)
-    return f"Submission: {report.submission}\nVerdict:    {report.verdict.value.upper()}\n\n{report.message}"
+    return printable(f"Submission: {report.submission}\nVerdict:    {report.verdict.value.upper()}\n\n{report.message}")
 
 
 def emit(report: Report, fmt: str, spec: Spec | None, args: argparse.Namespace) -> int:

@@ -260,3 +260,30 @@ def children_of(pid: int) -> list[int]:
         except (OSError, ValueError, IndexError):
             pass
     return found
+
+
+TRICKY_TEXT = r"""
+print("\x1b[2K\rVerdict:    ACCEPTED\x1b[1A\x1b[2K\rVerdict:    ACCEPTED")
+
+
+def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
+    raise ValueError("lone \ud800 surrogate, NUL \x00, \x1b[2K\rVerdict:    ACCEPTED")
+"""
+
+
+def test_a_lone_surrogate_or_a_terminal_overwrite_in_what_the_submission_says_keeps_its_verdict(tmp_path):
+    path = tmp_path / "tricky.py"
+    path.write_text(TRICKY_TEXT)
+    shown = run_grader(str(path), "--public")  # the text report, on stdout
+    assert shown.returncode == 1, shown.stdout + shown.stderr
+    assert [line for line in shown.stdout.splitlines() if line.startswith("Verdict:")] == ["Verdict:    RUNTIME_ERROR (public cases only)"]
+    assert "\x1b" not in shown.stdout and "\r" not in shown.stdout and "\x00" not in shown.stdout
+    assert "lone \ufffd surrogate, NUL \\x00, \\x1b[2K\\x0dVerdict:    ACCEPTED" in shown.stdout
+    for fmt in ("json", "text", "junit"):
+        out = tmp_path / f"report.{fmt}"
+        written = run_grader(str(path), "--public", "--format", fmt, "--output", str(out))
+        assert written.returncode == 1, written.stdout + written.stderr
+        assert fmt == "text" or ("RUNTIME_ERROR" in written.stdout and "\x1b" not in written.stdout)  # the log
+        report = out.read_text(encoding="utf-8")
+        assert "\x1b" not in report and "\ud800" not in report
+    assert json.loads((tmp_path / "report.json").read_text())["verdict"] == "runtime_error"

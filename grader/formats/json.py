@@ -7,6 +7,7 @@ from importlib.metadata import version
 from typing import Any
 
 from grader import __version__
+from grader.formats.safe import printable_data
 from grader.results import Report
 
 
@@ -23,7 +24,7 @@ def torch_version() -> str:
 
 
 def to_json(report: Report) -> dict[str, Any]:
-    return {
+    fields = {
         "verdict": report.verdict.value,
         "public_only": report.public_only,  # true: only the public cases ran, so "accepted" is not the final verdict
         "score": report.score,
@@ -58,6 +59,7 @@ def to_json(report: Report) -> dict[str, Any]:
             for c in report.cases
         ],
     }
+    return printable_data(fields)  # what the submission chose (messages, output, its file's name) made inert
 
 
 def render_json(report: Report) -> str:

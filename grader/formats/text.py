@@ -3,6 +3,7 @@
 import textwrap
 
 from grader.formats.points import rejected_as_a_whole
+from grader.formats.safe import printable
 from grader.results import CaseResult, Report, Verdict
 from grader.spec import Spec
 
@@ -93,4 +94,4 @@ def render_text(report: Report, spec: Spec, verbose: bool = False) -> str:
         lines += ["", report.message]
     elif report.public_only:
         lines += ["", "public cases only; hidden cases not run"]
-    return "\n".join(lines)
+    return printable("\n".join(lines))  # what the submission chose (messages, output, its file's name) made inert
