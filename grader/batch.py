@@ -336,9 +336,10 @@ class ResultsFile:
 
 
 def result_line(submission: Submission, sha256: str | None, spec_sha256: str, report: Report) -> dict[str, Any]:
-    """The --json object of the report, with what identifies the submission and the grading."""
+    """The --json --staff object of the report (a results file is for staff: `staff_only` holds what
+    the candidate's report withholds), with what identifies the submission and the grading."""
     key = {"id": submission.id, "sha256": sha256, "grader_version": __version__, "spec_sha256": spec_sha256, "seed_id": report.seed_id}
-    return key | to_json(report)
+    return key | to_json(report, staff=True)
 
 
 def is_current(line: dict[str, Any] | None, sha256: str | None, seed_id: str, spec_sha256: str) -> bool:

@@ -105,6 +105,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "submission alone; refused unless the isolation is bubblewrap, uid or docker",
     )
     parser.add_argument("--verbose", action="store_true", help="show the message of every failing case")
+    parser.add_argument(
+        "--staff",
+        action="store_true",
+        help="for staff: also show what the candidate's report withholds (the whole message of each hidden case, all the "
+        "submission printed once the hidden cases began) in text, json and junit reports and in the log printed with "
+        "--output; a gradescope or prairielearn results.json, which students read, never holds it",
+    )
     parser.add_argument("--spec", type=Path, default=SPEC_PATH, help="the problem's spec file (default: problem/spec.toml)")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser.parse_args(argv)
@@ -201,6 +208,7 @@ def emit(report: Report, fmt: str, spec: Spec | None, args: argparse.Namespace) 
         hidden_visibility=args.hidden_visibility,
         gradable_compile_errors=args.gradable_compile_errors,
         verbose=args.verbose or args.public,
+        staff=args.staff,
     )
     try:
         if spec is None:

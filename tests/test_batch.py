@@ -293,3 +293,21 @@ def test_ids_a_file_name_chooses_are_inert_in_the_batchs_output_and_gradebook(tm
     assert len(lines_of(out)) == 4
     rows = list(csv.reader(io.StringIO(gradebook.read_text(encoding="utf-8"))))[1:]
     assert sorted(row[0] for row in rows) == sorted(["'" + names[0], "'-x", "evil\\x1b[2K\\x0dVerdict ACCEPTED", "not-utf8-\ufffd"])
+
+
+def test_a_results_line_is_for_staff_and_holds_what_the_candidates_report_withholds(tmp_path):
+    from tests.test_formats import LEAKER
+
+    folder = tmp_path / "class"
+    folder.mkdir()
+    (folder / "leaker.py").write_text(LEAKER)
+    out = tmp_path / "results.jsonl"
+    status, text = run_in_process(str(folder), "--out", str(out))
+    assert status == 0, text
+    [line] = lines_of(out)
+    hidden = [case for case in line["cases"] if case["visibility"] == "hidden"]
+    assert hidden and all(case["output"] == "raised an exception (the message of a hidden case is not shown)" for case in hidden)
+    assert sorted(line["staff_only"]["cases"]) == sorted(case["name"] for case in hidden)
+    assert all("ValueError: LEAK [" in message for message in line["staff_only"]["cases"].values())
+    assert "[... what the submission printed once the hidden cases began is not shown]" in line["stdout"]
+    assert f"PRINTED call {len(line['cases'])} LEAK" in line["staff_only"]["stdout"]

@@ -287,3 +287,20 @@ def test_a_lone_surrogate_or_a_terminal_overwrite_in_what_the_submission_says_ke
         report = out.read_text(encoding="utf-8")
         assert "\x1b" not in report and "\ud800" not in report
     assert json.loads((tmp_path / "report.json").read_text())["verdict"] == "runtime_error"
+
+
+def test_the_candidates_report_withholds_hidden_cases_and_the_staff_log_shows_them(tmp_path):
+    from tests.test_formats import LEAKER, SEED, hidden_inputs
+
+    path = tmp_path / "leaker.py"
+    path.write_text(LEAKER)
+    out = tmp_path / "results.json"
+    run = run_grader(str(path), "--format", "prairielearn", "--output", str(out), "--staff", env={"MLM_GRADER_SEED": SEED})
+    assert run.returncode == 1, run.stdout + run.stderr
+    results = out.read_text()  # what the student reads
+    assert json.loads(results)["verdict"] == "runtime_error" and "the message of a hidden case is not shown" in results
+    assert not [inputs for inputs in hidden_inputs() if inputs in results]
+    assert all(inputs in run.stdout for inputs in hidden_inputs())  # the log, for staff
+    report, status = grade_json(str(path), env={"MLM_GRADER_SEED": SEED})  # no --staff: the candidate's view
+    assert status == 1 and "staff_only" not in report
+    assert not [inputs for inputs in hidden_inputs() if inputs in json.dumps(report)]

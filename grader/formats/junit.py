@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 from grader.formats.points import TITLES, case_output, first_line, rejected_as_a_whole
 from grader.formats.safe import printable
-from grader.results import NOT_RUN, Report, Verdict
+from grader.results import NOT_RUN, CaseResult, Report, Verdict
 
 FAILURES = (Verdict.WRONG_ANSWER, Verdict.FORBIDDEN_API)  # judged outcomes; every other failing status is an error
 # Every text goes through printable (grader/formats/safe.py): a submission may print anything, and
@@ -33,7 +33,13 @@ def _diagnosis(report: Report, status: str) -> str:
     return "\n\nDiagnosis:\n" + "\n".join(f"- {sentence}" for sentence in report.diagnosis)
 
 
-def render_junit(report: Report) -> str:
+def _staff(case: CaseResult, staff: bool) -> str:
+    """For staff: the whole message of a hidden case that the candidate's report withholds."""
+    return f"\n\nWithheld from the candidate (staff view), the whole message:\n{case.staff_message}" if staff and case.staff_message else ""
+
+
+def render_junit(report: Report, staff: bool = False) -> str:
+    """The JUnit XML; staff=True adds what the candidate's report withholds (CaseResult.withhold)."""
     suite = ET.Element("testsuite", name=printable(report.submission))
     properties = ET.SubElement(suite, "properties")
     for name, value in (("verdict", report.verdict.value), ("seed_id", report.seed_id), ("isolation", report.isolation)):
@@ -47,9 +53,11 @@ def render_junit(report: Report) -> str:
     for c in [] if rejected_as_a_whole(report) else report.cases:
         case = ET.SubElement(suite, "testcase", name=c.name, classname=c.family, time=f"{c.seconds or 0.0:.3f}")
         if not c.passed:
-            counts[_outcome(case, c.status, case_output(c) + _diagnosis(report, c.status))] += 1
-    ET.SubElement(suite, "system-out").text = printable(report.stdout)
-    ET.SubElement(suite, "system-err").text = printable(report.stderr)
+            counts[_outcome(case, c.status, case_output(c) + _diagnosis(report, c.status) + _staff(c, staff))] += 1
+    stdout = report.staff_stdout if staff and report.staff_stdout is not None else report.stdout
+    stderr = report.staff_stderr if staff and report.staff_stderr is not None else report.stderr
+    ET.SubElement(suite, "system-out").text = printable(stdout)
+    ET.SubElement(suite, "system-err").text = printable(stderr)
     suite.set("tests", str(len(suite.findall("testcase"))))
     suite.set("failures", str(counts["failure"]))
     suite.set("errors", str(counts["error"]))
