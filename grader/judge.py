@@ -380,7 +380,8 @@ def grade(
                     report.message = PUBLIC_PASSED.format(len(report.cases))
             except Rejection as rejection:
                 report.verdict, report.message = rejection.verdict, rejection.message
-        report.stdout, report.stderr = child.stdout.shown(), child.stderr.shown()  # for staff, all of it:
+        # The candidate's: what was printed before the first hidden case (CappedBuffer.hold_back); staff's: all of it.
+        report.stdout, report.stderr = child.stdout.shown(), child.stderr.shown()
         report.staff_stdout, report.staff_stderr = (out.text() if out.held_back else None for out in (child.stdout, child.stderr))
     if report.verdict == Verdict.WRONG_ANSWER:
         from grader.diagnosis import diagnose

@@ -271,3 +271,15 @@ def test_the_server_holds_no_name_path_or_source_of_the_submissions_it_forked_fo
     for token in tokens:
         assert token.encode() not in memory, f"the server holds {token}"
     assert str(tmp_path).encode() not in memory
+
+
+def test_a_child_finds_no_earlier_submissions_name_in_the_memory_it_inherits(spec, prepared, warm, tmp_path):
+    earlier = []
+    for i in range(3):  # names of other lengths than the attacker's: freed memory of another size is not reused at once
+        path = tmp_path / f"{PREFIX}earlier{i}_{'x' * (30 + 50 * i)}.py"
+        path.write_bytes(HONEST.read_bytes())
+        earlier.append(path)
+    grade(spec, prepared, warm, earlier)
+    report = grade(spec, prepared, warm, [attacker(tmp_path, "find_earlier_names")])["find_earlier_names"]
+    assert report.verdict == "accepted", report.message
+    assert_unaffected(spec, prepared, warm, tmp_path)
