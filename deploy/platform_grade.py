@@ -6,9 +6,12 @@
 Used by deploy/gradescope/run_autograder and deploy/prairielearn/run. It picks the file to grade
 (solution.py, else the only .py file in SUBMISSION_DIR), runs `python -m grader FILE --format
 PLATFORM --output RESULTS_JSON --isolation strict` (bubblewrap, else the uid backend) from the
-checkout that holds this script, and passes the grader's human report through to stdout (the platform's log, which only staff see). When the
+checkout that holds this script, and passes the grader's human report through to stdout (the platform's log, meant for staff). When the
 grader leaves no report (no secret seed, no sandbox, a crash), it writes one that scores nothing
 and says what happened: to staff in the log, to the student in plain words. Exits 0 either way.
+Gradescope's log is for staff alone (the results say stdout_visibility: hidden), so there the log is
+the grader's staff view (--staff: the whole messages of hidden cases, all the submission printed);
+elsewhere it is the candidate's view unless --staff is among the grader options.
 --seed-file names a file holding the secret seed (else MLM_GRADER_SEED is used, if set);
 --options-file a file of further grader options (shell words, e.g. `--points 10`).
 Only the standard library is used, so this runs even when the grader's dependencies do not import.
@@ -114,6 +117,8 @@ def grade(platform: str, folder: Path, results: Path, seed_file: Path | None, op
         write_results(results, unusable(platform, problem, problem, students_fault=True))
         return
     command = [sys.executable, "-m", "grader", str(submission), "--format", platform, "--output", str(results), "--isolation", "strict", *options]
+    if platform == "gradescope":  # its log is for staff alone (stdout_visibility: hidden): it may show what students may not read
+        command.append("--staff")
     try:
         run = subprocess.run(command, cwd=APP, env=environment, capture_output=True, text=True, errors="replace", timeout=TIMEOUT)
         log, status = run.stdout + run.stderr, run.returncode

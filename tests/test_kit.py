@@ -33,6 +33,7 @@ GRADER_MODULES = [
     "grader/formats/__init__.py",
     "grader/formats/text.py",
     "grader/formats/points.py",
+    "grader/formats/safe.py",
 ]
 WRITTEN_FOR_THE_KIT = {"grader/__init__.py", "grader/formats/__init__.py", "grader/diagnosis.py"}  # the rest is copied
 ALLOWED = {"README.md", "solution.py", "check.py", "spec.json", *(f"cases/{name}.pt" for name in PUBLIC), *GRADER_MODULES}

@@ -228,3 +228,18 @@ def test_the_readmes_info_json_runs_this_entrypoint():
     options = json.loads(block)["externalGradingOptions"]
     assert options["enabled"] is True and options["entrypoint"] == "/app/deploy/prairielearn/run"
     assert options["image"] and 0 < options["timeout"] <= 600 and "MLM_GRADER_SEED" in options["environment"]
+
+
+def test_a_lone_surrogate_or_control_characters_in_an_exception_leave_a_gradable_runtime_error(tmp_path, archive):
+    # A surrogate in the message once made the report unwritable: a grader_error, so the attempt was ungradable.
+    from tests.test_cli import TRICKY_TEXT
+
+    results, run = run_prairielearn(grade_tree(tmp_path / "prairielearn", TRICKY_TEXT))
+    jsonschema.validate(results, PRAIRIELEARN_SCHEMA)
+    assert results["gradable"] is True and results["verdict"] == "runtime_error" and results["score"] == 0.0, run.stdout
+    assert "\x1b" not in run.stdout and "\x1b" not in json.dumps(results, ensure_ascii=False)
+    (tmp_path / "gradescope").mkdir()
+    results, run = run_autograder(autograder_tree(tmp_path / "gradescope", archive, {"solution.py": TRICKY_TEXT}))
+    jsonschema.validate(results, GRADESCOPE_SCHEMA)
+    assert results["extra_data"]["verdict"] == "runtime_error" and results["score"] == 0.0, run.stdout
+    assert "\x1b" not in run.stdout and "\x1b" not in json.dumps(results, ensure_ascii=False)

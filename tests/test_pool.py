@@ -294,3 +294,52 @@ def test_a_forbidden_use_at_import_is_the_verdict_and_no_case_runs(spec, prepare
     assert report.verdict == "forbidden_api"
     assert report.message.startswith(f"importing the file used the function torch.softmax (line {2 + caught} of {path.name})"), report.message
     assert all(case.status == "forbidden_api" and case.message.startswith("not run: importing the file") for case in report.cases)
+
+
+def readable_memory(pid: int) -> bytes:
+    """What a process's private writable mappings hold (its heap, Python's arenas, anonymous maps),
+    read through /proc/<pid>/mem as root from the host: what a child forked from it would inherit."""
+    chunks = []
+    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+        for line in maps:
+            addresses, permissions = line.split()[:2]
+            if not permissions.startswith("rw"):
+                continue
+            start, end = (int(a, 16) for a in addresses.split("-"))
+            try:
+                mem.seek(start)
+                chunks.append(mem.read(end - start))
+            except (OSError, OverflowError, ValueError):
+                pass
+    return b"\0".join(chunks)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="reading the server's memory through /proc needs root")
+def test_the_server_holds_no_name_path_or_source_of_the_submissions_it_forked_for(spec, prepared, warm, tmp_path):
+    # A child inherits its server's memory: what the server ever held of an earlier submission, a
+    # later one could find there (freed memory keeps its bytes).
+    tokens = [f"idleak{os.getpid()}x{i}{os.urandom(4).hex()}" for i in range(4)]
+    paths = []
+    for token in tokens:
+        path = tmp_path / f"{PREFIX}{token}.py"
+        path.write_text(f"# {token}-source\n" + HONEST.read_text())
+        paths.append(path)
+    reports = grade(spec, prepared, warm, paths, jobs=2)
+    assert all(report.verdict == "accepted" for report in reports.values()), reports
+    memory = readable_memory(warm.server_pid)
+    assert len(memory) > 1 << 20  # the server's heap was read
+    for token in tokens:
+        assert token.encode() not in memory, f"the server holds {token}"
+    assert str(tmp_path).encode() not in memory
+
+
+def test_a_child_finds_no_earlier_submissions_name_in_the_memory_it_inherits(spec, prepared, warm, tmp_path):
+    earlier = []
+    for i in range(3):  # names of other lengths than the attacker's: freed memory of another size is not reused at once
+        path = tmp_path / f"{PREFIX}earlier{i}_{'x' * (30 + 50 * i)}.py"
+        path.write_bytes(HONEST.read_bytes())
+        earlier.append(path)
+    grade(spec, prepared, warm, earlier)
+    report = grade(spec, prepared, warm, [attacker(tmp_path, "find_earlier_names")])["find_earlier_names"]
+    assert report.verdict == "accepted", report.message
+    assert_unaffected(spec, prepared, warm, tmp_path)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from grader.cases import make_cases
-from grader.child.runner import describe_output, run_case, signature_problem, submission_traceback
+from grader.child.runner import _error_report, describe_output, run_case, signature_problem, submission_traceback
 from grader.spec import load_spec
 from tests.grading import SUBMISSIONS, fast_spec, grade_json
 
@@ -171,3 +171,61 @@ def test_a_deep_traceback_reads_as_python_prints_it(tmp_path, call):
     python = "".join(traceback.format_list([f for f in traceback.extract_tb(tb) if f.filename == str(path)]))
     assert submission_traceback(tb, str(path)) == python
     assert ("[Previous line repeated" in python) == (call not in ("deeper(0, 2)",))
+
+
+def raised_by(call) -> BaseException:
+    try:
+        call()
+    except BaseException as error:  # noqa: BLE001
+        return error
+    raise AssertionError("it did not raise")
+
+
+def torch_allocation():
+    return torch.empty(1 << 60, dtype=torch.uint8)  # fails at once, in torch's allocator
+
+
+def python_allocation():
+    return bytearray(1 << 60)
+
+
+def steps():
+    yield 1
+
+
+def thrown_into_a_generator():
+    running = steps()
+    next(running)
+    running.throw(MemoryError())
+
+
+def with_a_borrowed_traceback():
+    real = raised_by(lambda: int("x"))  # a ValueError raised in a call: its innermost frame is at that call
+    raise RuntimeError(str(raised_by(torch_allocation))).with_traceback(real.__traceback__)
+
+
+def reraised_failure():
+    try:
+        torch_allocation()
+    except RuntimeError:
+        raise  # the same failure, still the allocator's
+
+
+@pytest.mark.parametrize("call", [torch_allocation, python_allocation, reraised_failure])
+def test_an_allocation_failure_of_torch_or_the_interpreter_sets_the_memory_flag(call):
+    assert _error_report(raised_by(call), "/nowhere/solution.py")["memory"] is True
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: exec("raise RuntimeError(message)", {"message": str(raised_by(torch_allocation))}),  # torch's exact words, raised
+        lambda: exec("raise RuntimeError('CUDA out of memory; not enough memory; can\\'t allocate memory')"),
+        lambda: exec("raise MemoryError('out of memory')"),
+        thrown_into_a_generator,
+        with_a_borrowed_traceback,
+    ],
+    ids=["allocator_words", "out_of_memory_words", "memory_error", "generator_throw", "borrowed_traceback"],
+)
+def test_words_or_a_memory_error_the_submission_raises_set_no_memory_flag(call):
+    assert _error_report(raised_by(call), "/nowhere/solution.py")["memory"] is False

@@ -60,6 +60,7 @@ COPIED = (
     "grader/child/wire.py",
     "grader/formats/text.py",
     "grader/formats/points.py",
+    "grader/formats/safe.py",
 )
 FILES = {"README.md": ROOT / "problem" / "README.md", "solution.py": ROOT / "problem" / "stub.py", "check.py": ROOT / "deploy" / "kit" / "check.py"}
 

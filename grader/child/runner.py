@@ -25,7 +25,46 @@ from .guard import TAMPERED, Guard, vector_jacobian
 
 wire.load_tensor_modules()  # now, while sys.modules holds the real numpy and torch
 
-MEMORY_MARKERS = ("can't allocate memory", "not enough memory", "out of memory")
+# An allocation failure, told apart from a message that merely says so: the memory flag of a reply
+# (grader/judge.py reads it as memory_limit_exceeded) is set only for a MemoryError or a RuntimeError
+# in the exact format of torch's CPU allocator, and only when the submission did not raise it itself
+# (see _allocation_failed). Bound here, when the child starts, before any submission code runs.
+import dis as _dis  # noqa: E402 - kept beside the one function that uses them
+import re as _re  # noqa: E402
+
+# c10/core/impl/alloc_cpu.cpp, as torch 2.13 words it (posix_memalign refused; or malloc returned null).
+TORCH_ALLOCATOR_FAILURE = _re.compile(
+    r"\[enforce fail at alloc_cpu\.cpp:\d+\] (?:err == 0|data)\. DefaultCPUAllocator: "
+    r"(?:can't allocate memory: you tried to allocate \d+ bytes\. Error code \d+ \([^()\n]*\)|not enough memory: you tried to allocate \d+ bytes\.)"
+)
+_RAISING = frozenset(_dis.opmap[name] for name in ("RAISE_VARARGS", "RERAISE") if name in _dis.opmap)
+# Where an exception thrown into a generator or coroutine (gen.throw(), coro.throw()) appears to arise.
+_RESUMING = frozenset(_dis.opmap[name] for name in ("YIELD_VALUE", "RESUME", "RETURN_GENERATOR", "SEND", "CLEANUP_THROW", "END_SEND") if name in _dis.opmap)
+_GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
+def _allocation_failed(error: BaseException) -> bool:
+    """Whether error is an allocation failure that the interpreter or torch raised: a MemoryError, or
+    torch's allocator RuntimeError word for word, whose traceback passes through no `raise` or
+    re-raise and no point where an exception is thrown into a generator or coroutine: each frame it
+    left was at an operation (a call, an operator). A submission that raises RuntimeError("... out
+    of memory") or MemoryError() itself, or throws one into a generator, or raises one given the
+    traceback of another exception (with_traceback), gets runtime_error."""
+    kind = type(error)  # never error.__class__ nor isinstance(): no code of the submission's runs here
+    if not (issubclass(kind, MemoryError) or (kind is RuntimeError and TORCH_ALLOCATOR_FAILURE.fullmatch(RuntimeError.__str__(error)))):
+        return False
+    tb = error.__traceback__
+    if tb is None:
+        return False
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if not 0 <= tb.tb_lasti < len(code.co_code):
+            return False
+        operation = code.co_code[tb.tb_lasti]
+        if operation in _RAISING or (code.co_flags & _GENERATOR_FLAGS and operation in _RESUMING):
+            return False
+        tb = tb.tb_next
+    return True
 
 
 REPEATS_SHOWN = 3  # as Python prints a traceback: a line repeated more often is shown 3 times, then counted
@@ -62,7 +101,7 @@ def submission_traceback(tb: TracebackType | None, submission: str) -> str:
 def _error_report(error: BaseException, submission: str) -> dict[str, Any]:
     """The exception, with traceback frames limited to the submission's own file."""
     text = submission_traceback(error.__traceback__, submission) + "".join(traceback.format_exception_only(error))
-    memory = isinstance(error, MemoryError) or any(m in str(error) for m in MEMORY_MARKERS)
+    memory = _allocation_failed(error)
     if isinstance(error, SystemExit):
         text = f"the submission called exit({error.code!r})\n" + text
     return {"error": text.replace(submission, os.path.basename(submission)), "memory": memory}

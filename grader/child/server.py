@@ -5,12 +5,18 @@ filter that still allows the namespaces and mounts its children build), imports 
 the runtime guard once, then waits on its control socket. Where the grader is root it runs as a box
 uid of its own, and first makes a user namespace that the grader maps the box uids into (walls.py,
 enter_box_namespace). For each "spawn" message it receives the child's descriptors (requests,
-results, stdout, stderr and a sealed memfd holding the submission) and, where the grader is root,
-the child's box uid, and forks; the child walls itself in (walls.py), takes the limits and the
-strict seccomp filter, says so on a private pipe, then serves the grader exactly as a single child
-does (runner.serve). The server answers "spawned" only once the child is walled in (else
-"failed"), and "exited" with its status when it ends. It never reads what a child sends the
-grader, and no child can reach it (another pid namespace, another uid; it is non-dumpable).
+results, stdout, stderr, and two sealed memfds: the submission and its file's name) and, where the
+grader is root, the child's box uid, and forks; the child reads the name, walls itself in
+(walls.py), takes the limits and the strict seccomp filter, says so on a private pipe, then serves
+the grader exactly as a single child does (runner.serve). The server answers "spawned" only once
+the child is walled in (else "failed"), and "exited" with its status when it ends. It never reads
+what a child sends the grader, and no child can reach it (another pid namespace, another uid; it
+is non-dumpable).
+
+Every child inherits the server's memory, where freed bytes stay until they are reused: so the
+server never holds anything of a submission. A spawn message carries an opaque random token, the
+name and the source reach the child in descriptors the server passes on unread, and a child that
+fails to wall itself in leaves its file's name out of what it tells the server.
 
 Control messages are JSON in SOCK_SEQPACKET datagrams, one message each, descriptors attached.
 """
@@ -27,7 +33,8 @@ from typing import Any
 from . import runner, walls
 
 MAX_CONTROL_BYTES = 1 << 16
-SPAWN_FDS = ("requests", "results", "stdout", "stderr", "source")
+SPAWN_FDS = ("requests", "results", "stdout", "stderr", "source", "name")
+MAX_NAME_BYTES = 4096  # a file's name (Linux allows 255 bytes)
 READY = b"walled"
 WALL_SECONDS = 30  # walling in takes milliseconds; a child that has not said so by then is killed
 EXIT_WALLS_FAILED = 71  # the child could not wall itself in: it ran nothing of the submission
@@ -66,20 +73,34 @@ def _keep_only(fds: dict[str, int], ready: int) -> None:
                 pass
 
 
-def _child(config: dict[str, Any], message: dict[str, Any], fds: dict[str, int], ready: int) -> None:
+def _read_name(fd: int) -> str:
+    """The submission file's name, from the memfd the grader filled (read here, in the child, only)."""
+    raw = os.pread(fd, MAX_NAME_BYTES + 1, 0)
+    os.close(fd)
+    name = os.fsdecode(raw)
+    if not raw or len(raw) > MAX_NAME_BYTES or name != os.path.basename(name) or name in (".", "..") or "\0" in name:
+        raise ValueError("the grader sent no usable file name")
+    return name
+
+
+def _child(config: dict[str, Any], fds: dict[str, int], ready: int, uid: int | None) -> None:
     """In the forked child: wall in, then serve the grader; never returns."""
+    filename = ""
     try:
+        filename = _read_name(fds.pop("name"))
         _keep_only(fds, ready)
-        filename = os.path.basename(message["filename"])
         keep = {fds["requests"], fds["results"], ready}
-        walls.wall_in(config["tmp_mib"], config["shm_mib"], config["submission_dir"], filename, fds["source"], keep, message["uid"])
+        walls.wall_in(config["tmp_mib"], config["shm_mib"], config["submission_dir"], filename, fds["source"], keep, uid)
         walls.apply_limits(**config["limits"])
         walls.install_seccomp(bytes.fromhex(config["seccomp"]))
         os.write(ready, READY)
         os.close(ready)
     except BaseException:  # noqa: BLE001 - nothing of the submission has run: say why and stop
         try:
-            os.write(ready, traceback.format_exc().encode()[-4000:])
+            why = traceback.format_exc()
+            for shown in {filename, repr(filename)[1:-1]} - {""}:  # the server, which reads this, holds no file's name
+                why = why.replace(shown, "<the submission's file>")
+            os.write(ready, why.encode(errors="replace")[-4000:])
         finally:
             os._exit(EXIT_WALLS_FAILED)
     try:
@@ -128,7 +149,7 @@ def _box_uid_problem(config: dict[str, Any], message: dict[str, Any]) -> str:
     return ""
 
 
-def _spawn(config: dict[str, Any], control: socket.socket, message: dict[str, Any], received: list[int], children: dict[int, tuple[int, int]]) -> None:
+def _spawn(config: dict[str, Any], control: socket.socket, message: dict[str, Any], received: list[int], children: dict[int, tuple[int, str]]) -> None:
     why = f"a spawn needs {len(SPAWN_FDS)} descriptors, it came with {len(received)}" if len(received) != len(SPAWN_FDS) else ""
     why = why or ("not a spawn" if message.get("kind") != "spawn" else _box_uid_problem(config, message))
     if why:
@@ -141,7 +162,7 @@ def _spawn(config: dict[str, Any], control: socket.socket, message: dict[str, An
     pid = os.fork()
     if pid == 0:
         os.close(ready_read)
-        _child(config, message, fds, ready_write)
+        _child(config, fds, ready_write, message.get("uid"))
     os.close(ready_write)
     for fd in received:  # the child has its copies
         os.close(fd)
@@ -155,7 +176,7 @@ def _spawn(config: dict[str, Any], control: socket.socket, message: dict[str, An
         send(control, {"kind": "spawned", "id": message["id"], "pid": pid})
 
 
-def _reap(control: socket.socket, pidfd: int, children: dict[int, tuple[int, int]]) -> None:
+def _reap(control: socket.socket, pidfd: int, children: dict[int, tuple[int, str]]) -> None:
     pid, spawn_id = children.pop(pidfd)
     os.close(pidfd)
     _, status = os.waitpid(pid, 0)
@@ -180,7 +201,7 @@ def main(argv: list[str]) -> None:
     walls.make_undumpable()  # no child may read the server's memory through /proc
     runner.warm_up(config["runner"])
     send(control, {"kind": "ready"})
-    children: dict[int, tuple[int, int]] = {}  # pidfd -> (pid, spawn id)
+    children: dict[int, tuple[int, str]] = {}  # pidfd -> (pid, spawn token)
     while True:
         readable, _, _ = select.select([control, *children], [], [])
         for fd in readable:

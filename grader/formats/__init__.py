@@ -33,19 +33,23 @@ class Options:
     hidden_visibility: str = DEFAULT_HIDDEN_VISIBILITY  # gradescope: when hidden cases are shown
     gradable_compile_errors: bool = False  # prairielearn: count compile_error and invalid_submission as attempts
     verbose: bool = False  # text: every failing case's message
+    # text, json, junit: also what is withheld from the candidate (hidden cases' messages, output printed
+    # once the hidden cases began). Never in gradescope's or prairielearn's results.json, which students read.
+    staff: bool = False
 
 
 def render(report: Report, fmt: str, spec: Spec, options: Options) -> str:
     """The report in format `fmt` (one of FORMATS), as text ready to print or write to a file; the
-    platform formats share points by the spec's [scoring]."""
+    platform formats share points by the spec's [scoring]. What the candidate may not read (see
+    CaseResult.withhold) is shown only with options.staff, and never in a platform's results.json."""
     if fmt == "text":
-        return render_text(report, spec, verbose=options.verbose)
+        return render_text(report, spec, verbose=options.verbose, staff=options.staff)
     if fmt == "json":
-        return render_json(report)
+        return render_json(report, staff=options.staff)
     if fmt == "gradescope":
         return render_gradescope(report, spec.scoring, options.points, options.hidden_visibility)
     if fmt == "prairielearn":
         return render_prairielearn(report, spec.scoring, options.points, options.gradable_compile_errors)
     if fmt == "junit":
-        return render_junit(report)
+        return render_junit(report, staff=options.staff)
     raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from grader.formats.points import DEFAULT_POINTS, GRADER_FAULT, TITLES, case_output, marks, rejected_as_a_whole, summary
+from grader.formats.safe import printable_data
 from grader.results import Report, Verdict
 from grader.spec import Scoring
 
@@ -68,7 +69,7 @@ def to_gradescope(report: Report, scoring: Scoring, points: float = DEFAULT_POIN
             }
             for index, (c, earned, available) in enumerate(zip(report.cases, result.earned, result.available, strict=True), start=1)
         ]
-    return {
+    results = {
         "score": result.total,
         "execution_time": round(report.seconds),
         "output": _output(report, summary(report, scoring, result)),
@@ -86,6 +87,7 @@ def to_gradescope(report: Report, scoring: Scoring, points: float = DEFAULT_POIN
             "warnings": report.warnings,
         },
     }
+    return printable_data(results)  # what the submission chose (messages, its file's name) made inert
 
 
 def render_gradescope(report: Report, scoring: Scoring, points: float = DEFAULT_POINTS, hidden_visibility: str = DEFAULT_HIDDEN_VISIBILITY) -> str:

@@ -7,6 +7,7 @@ from importlib.metadata import version
 from typing import Any
 
 from grader import __version__
+from grader.formats.safe import printable_data
 from grader.results import Report
 
 
@@ -22,8 +23,13 @@ def torch_version() -> str:
     return version("torch")
 
 
-def to_json(report: Report) -> dict[str, Any]:
-    return {
+STAFF_NOTE = "withheld from the candidate: the whole message of each hidden case that holds what the submission chose, and all it printed"
+
+
+def to_json(report: Report, staff: bool = False) -> dict[str, Any]:
+    """The --json object: what the candidate may read. staff=True adds `staff_only`, what is withheld
+    from the candidate (without it, the object is exactly the candidate's)."""
+    fields: dict[str, Any] = {
         "verdict": report.verdict.value,
         "public_only": report.public_only,  # true: only the public cases ran, so "accepted" is not the final verdict
         "score": report.score,
@@ -58,7 +64,15 @@ def to_json(report: Report) -> dict[str, Any]:
             for c in report.cases
         ],
     }
+    if staff:
+        fields["staff_only"] = {
+            "note": STAFF_NOTE,
+            "cases": {c.name: c.staff_message for c in report.cases if c.staff_message},
+            "stdout": report.staff_stdout if report.staff_stdout is not None else report.stdout,
+            "stderr": report.staff_stderr if report.staff_stderr is not None else report.stderr,
+        }
+    return printable_data(fields)  # what the submission chose (messages, output, its file's name) made inert
 
 
-def render_json(report: Report) -> str:
-    return json.dumps(to_json(report), indent=2, allow_nan=False, default=str)
+def render_json(report: Report, staff: bool = False) -> str:
+    return json.dumps(to_json(report, staff), indent=2, allow_nan=False, default=str)

@@ -5,28 +5,24 @@ A wrong answer (or forbidden functionality) is a `failure`, whose text ends with
 named after its verdict. Warnings and the seed's public id are testsuite properties.
 """
 
-import re
 import xml.etree.ElementTree as ET
 
 from grader.formats.points import TITLES, case_output, first_line, rejected_as_a_whole
-from grader.results import NOT_RUN, Report, Verdict
+from grader.formats.safe import printable
+from grader.results import NOT_RUN, CaseResult, Report, Verdict
 
 FAILURES = (Verdict.WRONG_ANSWER, Verdict.FORBIDDEN_API)  # judged outcomes; every other failing status is an error
-# Characters XML 1.0 cannot carry at all (a submission may print anything).
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
-def _clean(text: str) -> str:
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+# Every text goes through printable (grader/formats/safe.py): a submission may print anything, and
+# what is left of it (escapes such as \x1b, U+FFFD for a lone surrogate) is text XML 1.0 carries.
 
 
 def _outcome(parent: ET.Element, status: str, message: str) -> str:
     """Add the failure, error or skipped element for a case that did not pass; returns its kind."""
     if status == NOT_RUN:
-        ET.SubElement(parent, "skipped", message=_clean(message))
+        ET.SubElement(parent, "skipped", message=printable(message))
         return "skipped"
     kind = "failure" if status in FAILURES else "error"
-    ET.SubElement(parent, kind, message=_clean(first_line(message)), type=status).text = _clean(message)
+    ET.SubElement(parent, kind, message=printable(first_line(message)), type=status).text = printable(message)
     return kind
 
 
@@ -37,13 +33,19 @@ def _diagnosis(report: Report, status: str) -> str:
     return "\n\nDiagnosis:\n" + "\n".join(f"- {sentence}" for sentence in report.diagnosis)
 
 
-def render_junit(report: Report) -> str:
-    suite = ET.Element("testsuite", name=_clean(report.submission))
+def _staff(case: CaseResult, staff: bool) -> str:
+    """For staff: the whole message of a hidden case that the candidate's report withholds."""
+    return f"\n\nWithheld from the candidate (staff view), the whole message:\n{case.staff_message}" if staff and case.staff_message else ""
+
+
+def render_junit(report: Report, staff: bool = False) -> str:
+    """The JUnit XML; staff=True adds what the candidate's report withholds (CaseResult.withhold)."""
+    suite = ET.Element("testsuite", name=printable(report.submission))
     properties = ET.SubElement(suite, "properties")
     for name, value in (("verdict", report.verdict.value), ("seed_id", report.seed_id), ("isolation", report.isolation)):
-        ET.SubElement(properties, "property", name=name, value=_clean(value))
+        ET.SubElement(properties, "property", name=name, value=printable(value))
     for warning in report.warnings:
-        ET.SubElement(properties, "property", name="warning", value=_clean(warning))
+        ET.SubElement(properties, "property", name="warning", value=printable(warning))
     counts = {"failure": 0, "error": 0, "skipped": 0}
     if rejected_as_a_whole(report):
         case = ET.SubElement(suite, "testcase", name=TITLES[report.verdict], classname="submission", time=f"{report.seconds:.3f}")
@@ -51,9 +53,11 @@ def render_junit(report: Report) -> str:
     for c in [] if rejected_as_a_whole(report) else report.cases:
         case = ET.SubElement(suite, "testcase", name=c.name, classname=c.family, time=f"{c.seconds or 0.0:.3f}")
         if not c.passed:
-            counts[_outcome(case, c.status, case_output(c) + _diagnosis(report, c.status))] += 1
-    ET.SubElement(suite, "system-out").text = _clean(report.stdout)
-    ET.SubElement(suite, "system-err").text = _clean(report.stderr)
+            counts[_outcome(case, c.status, case_output(c) + _diagnosis(report, c.status) + _staff(c, staff))] += 1
+    stdout = report.staff_stdout if staff and report.staff_stdout is not None else report.stdout
+    stderr = report.staff_stderr if staff and report.staff_stderr is not None else report.stderr
+    ET.SubElement(suite, "system-out").text = printable(stdout)
+    ET.SubElement(suite, "system-err").text = printable(stderr)
     suite.set("tests", str(len(suite.findall("testcase"))))
     suite.set("failures", str(counts["failure"]))
     suite.set("errors", str(counts["error"]))

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from grader.formats.points import DEFAULT_POINTS, GRADER_FAULT, TITLES, case_output, first_line, marks, rejected_as_a_whole, summary
+from grader.formats.safe import printable_data
 from grader.results import Report, Verdict
 from grader.spec import Scoring
 
@@ -64,7 +65,7 @@ def to_prairielearn(report: Report, scoring: Scoring, points: float = DEFAULT_PO
     }
     if not gradable:
         results["format_errors"] = [first_line(message)]
-    return results
+    return printable_data(results)  # what the submission chose (messages, its file's name) made inert
 
 
 def render_prairielearn(report: Report, scoring: Scoring, points: float = DEFAULT_POINTS, gradable_compile_errors: bool = False) -> str:

@@ -3,6 +3,7 @@
 import textwrap
 
 from grader.formats.points import rejected_as_a_whole
+from grader.formats.safe import printable
 from grader.results import CaseResult, Report, Verdict
 from grader.spec import Spec
 
@@ -53,7 +54,19 @@ def _verdict_line(report: Report) -> str:
     return f"Verdict:    {report.verdict.value.upper()}" + (" (public cases only)" if report.public_only else "")
 
 
-def render_text(report: Report, spec: Spec, verbose: bool = False) -> str:
+def _withheld(report: Report) -> list[str]:
+    """For staff: what the candidate's report leaves out, each hidden case's whole message."""
+    lines = []
+    for c in report.cases:
+        if c.staff_message:
+            lines += ["", f"case {c.name} (hidden): {c.staff_message}"]
+    if lines or report.staff_stdout is not None or report.staff_stderr is not None:
+        lines = ["", "--- withheld from the candidate (staff view): the whole messages, and all the submission printed ---", *lines]
+    return lines
+
+
+def render_text(report: Report, spec: Spec, verbose: bool = False, staff: bool = False) -> str:
+    """The human report; staff=True adds what the candidate's report withholds (CaseResult.withhold)."""
     lines = [f"Submission: {report.submission}", _verdict_line(report)]
     whole = rejected_as_a_whole(report)
     if report.cases and whole:  # a start-up failure: no row would say more than "not run"
@@ -85,7 +98,10 @@ def render_text(report: Report, spec: Spec, verbose: bool = False) -> str:
             lines += ["", "Hint: " + hint]
     elif not public_passed:
         lines.append(report.message)
-    for name, text in (("stdout", report.stdout), ("stderr", report.stderr)):
+    if staff:
+        lines += _withheld(report)
+    for name, text, whole in (("stdout", report.stdout, report.staff_stdout), ("stderr", report.stderr, report.staff_stderr)):
+        text = whole if staff and whole is not None else text
         if text.strip():
             lines += _printed(name, text, spec.limits.output_bytes)
     lines += ["", f"seed {report.seed_id}, isolation: {report.isolation}, {report.seconds:.1f}s"]
@@ -93,4 +109,4 @@ def render_text(report: Report, spec: Spec, verbose: bool = False) -> str:
         lines += ["", report.message]
     elif report.public_only:
         lines += ["", "public cases only; hidden cases not run"]
-    return "\n".join(lines)
+    return printable("\n".join(lines))  # what the submission chose (messages, output, its file's name) made inert
