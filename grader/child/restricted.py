@@ -31,6 +31,7 @@ import functools
 import importlib
 import operator
 import re
+import sys
 from collections.abc import Callable, Iterable
 from types import CellType, CodeType, FrameType, FunctionType, ModuleType, TracebackType
 from typing import Any, NoReturn
@@ -48,6 +49,7 @@ DANGEROUS_CLASS_NAMES = frozenset(
     {"__array_interface__", "__array_struct__", "__cuda_array_interface__", "__dlpack__", "__dlpack_device__", "__buffer__", "__release_buffer__"}
     | {"__getattr__", "__getattribute__"}  # these could hand out any of the above on demand
 )
+RELAYS = ("__getattr__", "__getattribute__", "__setattr__", "__delattr__")  # in Python, they can pass names on
 REFUSED_BUILTINS = ("open", "exec", "eval", "compile", "globals", "locals", "breakpoint", "input", "help", "exit", "quit")
 MACHINERY = (FrameType, TracebackType, CodeType, CellType)
 
@@ -58,8 +60,19 @@ _super_this = super.__dict__["__thisclass__"].__get__
 _super_self_class = super.__dict__["__self_class__"].__get__
 _module_name = ModuleType.__dict__["__dict__"].__get__
 _CURRENT: list["Capabilities"] = []  # the capabilities of the submission this process runs
+_module_of = type.__dict__["__module__"].__get__
 _getattr, _setattr, _delattr, _isinstance, _type, _id = getattr, setattr, delattr, isinstance, type, id
 _str, _tuple, _dict = str, tuple, dict
+
+
+def _array_types() -> tuple[type, ...]:
+    import numpy
+    import torch
+
+    return torch.Tensor, numpy.ndarray
+
+
+_Tensor, _ndarray = _array_types()
 
 
 def _is_dunder(name: str) -> bool:
@@ -106,6 +119,9 @@ class Capabilities:
         self._kept_kinds: list[type] = []
         self._checked: dict[int, type] = {}  # id of a metaclass -> its checked stand-in
         self._checked_ids: set[int] = set()
+        self._namespaces: set[int] = set()
+        self._namespaces_seen = -1
+        self.module_name = ""  # the submission's module, once namespace() is made
         self._substitutes = self._make_substitutes()
         self.guarded_type = self._guarded_type()
 
@@ -121,12 +137,25 @@ class Capabilities:
                 caps.refuse("functools.wraps or functools.update_wrapper with attribute names of the file's choosing")
 
         def update_wrapper(wrapper: Any, wrapped: Any, assigned: Any = functools.WRAPPER_ASSIGNMENTS, updated: Any = functools.WRAPPER_UPDATES) -> Any:
+            """functools.update_wrapper with its defaults, every value copied checked (the
+            __dict__ of a module is its globals)."""
             check_defaults(assigned, updated)
-            return functools.update_wrapper(wrapper, wrapped)
+            if _isinstance(wrapped, ModuleType):
+                caps.refuse("functools.wraps or functools.update_wrapper of a module")
+            for name in functools.WRAPPER_ASSIGNMENTS:
+                try:
+                    value = _getattr(wrapped, name)
+                except AttributeError:
+                    continue
+                _setattr(wrapper, name, caps.check_value(value, f"the attribute {name}"))
+            for key, value in _dict(_getattr(wrapped, "__dict__", {})).items():
+                _getattr(wrapper, "__dict__")[key] = caps.check_value(value, f"the attribute {key}")
+            wrapper.__wrapped__ = wrapped
+            return wrapper
 
         def wraps(wrapped: Any, assigned: Any = functools.WRAPPER_ASSIGNMENTS, updated: Any = functools.WRAPPER_UPDATES) -> Any:
             check_defaults(assigned, updated)
-            return functools.wraps(wrapped)
+            return functools.partial(update_wrapper, wrapped=wrapped)
 
         _CURRENT[:] = [self]  # one submission per process: the patch below asks the latest
         create = enum.EnumType.__dict__["_create_"]  # a method of the metaclass: cls is the enum
@@ -157,12 +186,24 @@ class Capabilities:
 
     def own_class(self, cls: Any) -> Any:
         """Mark a class as the file's own (its private names are its business), after checking
-        that it defines no special name that hands out raw memory."""
+        that it defines no special name that hands out raw memory, and that no class it derives
+        from passes unknown attribute reads or writes on to another object (typing's aliases do:
+        a private name of the file's own would reach the alias's origin)."""
         if _isinstance(cls, type) and _id(cls) not in self.own_ids:
             self._check_namespace(_type_name(cls), _dict_of(cls))
+            for klass in _mro_of(cls)[1:]:
+                if not self._is_own_class(klass):
+                    relays = [n for n in RELAYS if _type(_dict_of(klass).get(n)) is FunctionType]
+                    if relays:
+                        self.refuse(f"a class ({_type_name(cls)}) derived from {_type_name(klass)}, whose {relays[0]} passes attributes on to another object")
             self.own_ids.add(_id(cls))
             self._own.append(cls)
         return cls
+
+    def _is_own_class(self, klass: type) -> bool:
+        """A class statement of the file's, or a class a library made at the file's call
+        (collections.namedtuple, typing.NamedTuple): its module is the file's."""
+        return _id(klass) in self.own_ids or _module_of(klass) == self.module_name
 
     def _check_namespace(self, name: Any, namespace: Any) -> None:
         for key in namespace:
@@ -171,6 +212,9 @@ class Capabilities:
         match_args = namespace.get("__match_args__", ())
         if _type(match_args) is not _tuple or any(_type(a) is not _str or a.startswith("_") for a in match_args):
             self.refuse(f"__match_args__ of the class {name} naming private or special attributes")
+        module = namespace.get("__module__", self.module_name)
+        if module != self.module_name:
+            self.refuse(f"a class ({name}) claiming to belong to the module {module!r}")
 
     def _is_own_function(self, obj: Any) -> bool:
         return _type(obj) is FunctionType and obj.__code__.co_filename == self.filename
@@ -191,8 +235,8 @@ class Capabilities:
             mro, instance = _mro_of(_type(obj)), True
         for klass in mro:
             if name in _dict_of(klass):
-                return _id(klass) in self.own_ids
-        if instance and any(_id(klass) in self.own_ids for klass in mro):
+                return self._is_own_class(klass)
+        if instance and any(self._is_own_class(klass) for klass in mro):
             return True
         return None
 
@@ -214,7 +258,11 @@ class Capabilities:
         return verdict
 
     def check_name(self, obj: Any, name: str) -> None:
-        """Refuse reading `name` on obj if the rules say so (the value is checked afterwards)."""
+        """Refuse reading `name` on obj if the rules say so (the value is checked afterwards). The
+        object itself is checked too, should it have come back unchecked (from a call, say)."""
+        verdict = self._kinds.get(_id(_type(obj)))
+        if verdict is None or (verdict and verdict != "class"):
+            self.check_value(obj, "an object")
         if name[:1] == "_":
             if _is_dunder(name):
                 if name not in self.readable_dunders:
@@ -236,7 +284,7 @@ class Capabilities:
         if _type(obj) is super:
             return True
         kind = obj if _isinstance(obj, type) else _type(obj)
-        return self._is_own_function(obj) or any(_id(k) in self.own_ids for k in _mro_of(kind))
+        return self._is_own_function(obj) or any(self._is_own_class(k) for k in _mro_of(kind))
 
     def check_value(self, value: Any, what: str) -> Any:
         """Refuse a value that reaches the interpreter or the grader. Judged by its class, looked up
@@ -249,6 +297,10 @@ class Capabilities:
             self._kept_kinds.append(kind)
         if verdict == "class":  # a class: a metaclass is handed out as its checked stand-in
             return self.checked_metaclass(value) if issubclass(value, type) else value
+        if verdict == "dict":
+            if _id(value) in self._module_namespaces():
+                self.refuse(f"{what}, the globals of a module")
+            return value
         if verdict == "module":
             if _id(value) not in self.modules:
                 self.refuse(f"{what}, a module outside the allowed list")
@@ -256,8 +308,17 @@ class Capabilities:
             self.refuse(f"{what}, {verdict}")
         return self._substitutes.get(_id(value), value)
 
+    def _module_namespaces(self) -> set[int]:
+        """ids of the namespaces of every loaded module (a function's globals are one of them)."""
+        if len(sys.modules) != self._namespaces_seen:
+            self._namespaces = {_id(getattr(m, "__dict__", None)) for m in list(sys.modules.values())}
+            self._namespaces_seen = len(sys.modules)
+        return self._namespaces
+
     @staticmethod
     def _judge_kind(kind: type, value: Any) -> str:
+        if kind is dict:
+            return "dict"
         if issubclass(kind, type) and not _torch_internal(value):
             return "class"
         if issubclass(kind, ModuleType):
@@ -312,13 +373,11 @@ class Capabilities:
         """obj itself, if the file may set or delete its attribute `name`."""
         if _is_dunder(name):
             self.refuse(f"a change to the special attribute {name}")
-        if _isinstance(obj, ModuleType):
-            self.refuse(f"a change to {self._path(obj, name)}")
-        if _isinstance(obj, type) and _id(obj) not in self.own_ids:
-            self.refuse(f"a change to {self._path(obj, name)} (a class the file did not define)")
-        if name[:1] == "_" and not self._owned_somewhere(obj):
-            self.refuse(f"a change to the private attribute {self._path(obj, name)}")
-        return obj
+        if self._owned_somewhere(obj):
+            return obj
+        if _isinstance(obj, (_Tensor, _ndarray)) and not _isinstance(obj, type) and name[:1] != "_":
+            return obj  # x.grad = None, x.requires_grad = True
+        self.refuse(f"a change to {self._path(obj, name)} (an object the file did not make)")
 
     # -- the built-ins ----------------------------------------------------------------------------
 
@@ -423,6 +482,7 @@ class Capabilities:
 
     def namespace(self, module_name: str) -> dict[str, Any]:
         """The globals the rewritten module runs in."""
+        self.module_name = module_name
         return {
             "__name__": module_name,
             "__builtins__": self.builtins(),
@@ -554,6 +614,8 @@ def _check_names(tree: ast.AST) -> None:
         for name in names:
             if name.startswith(PREFIX) or name == "__builtins__":
                 raise RefusedSyntax(getattr(node, "lineno", 0), f"the name {name} is reserved for the grader")
+        if isinstance(node, ast.Name) and node.id == "__name__" and not isinstance(node.ctx, ast.Load):
+            raise RefusedSyntax(node.lineno, "assigning __name__ (the module's name is the grader's)")
 
 
 def transform(tree: ast.Module) -> ast.Module:

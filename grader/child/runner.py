@@ -16,7 +16,7 @@ import time
 import traceback
 from collections.abc import Callable
 from types import ModuleType, TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 
@@ -280,18 +280,53 @@ def main(argv: list[str]) -> None:
     serve(config, requests, results)
 
 
+def _answer_refused(requests: io.BufferedReader, results: io.BufferedWriter, read_frame: Callable, text_frame: Callable, text: str) -> None:
+    """After a refusal during a case: every later request is answered with the same finding, and
+    the submission is not called again."""
+    while True:
+        try:
+            header, _ = read_frame(requests)
+        except EOFError:
+            return
+        if header["kind"] == "case":
+            results.write(text_frame({"kind": "result", "name": header["name"], "forbidden": text}))
+        elif header["kind"] == "finish":
+            results.write(text_frame({"kind": "finished", "forbidden": text}))
+            return
+        else:
+            return
+        results.flush()
+
+
 def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.BufferedWriter) -> None:
     """Arm the guard, wait for the start frame, load the submission and answer one request per case."""
     submission = config["submission"]
     guard = Guard(config["forbidden_functions"], config["forbidden_operators"], submission)
-    capabilities = restricted.Capabilities(config, guard.refuse)
+    at: list[Any] = [None, 0]  # the case being run (None: the import), and the findings told so far
+
+    def refused(what: str) -> NoReturn:
+        """A capability refused (restricted.py): the run ends here, in this call, so that nothing
+        the submission's code catches or binds on the way ever runs again. This case's reply, and
+        every later one, is the finding; no code of the submission is called again."""
+        guard.record(what)
+        text = explain(findings(True)[at[1] :])
+        if at[0] is None:
+            results.write(text_frame({"kind": "forbidden", "forbidden": text}))
+        else:
+            results.write(text_frame({"kind": "result", "name": at[0], "forbidden": text}))
+            results.flush()
+            _answer_refused(requests, results, read_frame, text_frame, text)
+        results.flush()
+        _exit(0)
+
+    capabilities = restricted.Capabilities(config, refused)
     sys.argv[:] = [os.path.basename(submission)]  # the channel's descriptors are nobody's business
     torch.set_num_threads(1)
     # Armed for good while the grader checks the policy: the first call finds everything imported.
     guard.arm(protect=[sys.modules[__name__], wire, restricted])
     # What runs after the submission's code is bound now, in this frame, whose names the
     # submission cannot replace; the guard's check shows whether what they use was replaced.
-    findings, text_frame, explain, count = guard.findings, guard.text_frame, explain_forbidden, len
+    findings, text_frame, explain, count, _exit = guard.findings, guard.text_frame, explain_forbidden, len, os._exit
     read_frame, write_frame, run, told = wire.read_frame, wire.write_frame, run_case, 0
 
     # Wait for the grader to finish setting our limits before any submission code runs.
@@ -342,13 +377,13 @@ def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.Buffe
             return
         if header["kind"] != "case":
             return
-        name = header["name"]
+        name = at[0] = header["name"]
         reply, sent = run(fn, header, tensors, submission)
         found = findings(False)  # a forbidden use (even one whose exception was caught), or tampering
         if count(found) > told:
             results.write(text_frame({"kind": "result", "name": name, "forbidden": explain(found[told:])}))
             results.flush()
-            told = count(found)
+            told = at[1] = count(found)
         else:
             write_frame(results, reply, sent)
 
