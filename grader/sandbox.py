@@ -11,6 +11,8 @@ processes together have used the CPU limit, whatever the grader's main thread is
 
 from __future__ import annotations
 
+import array
+import fcntl
 import functools
 import json
 import os
@@ -20,6 +22,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import termios
 import threading
 import time
 from collections.abc import Callable
@@ -108,7 +111,9 @@ class CappedBuffer:
         self.cap = cap
         self.kept = bytearray()
         self.total = 0
-        self.shown_bytes: int | None = None  # how much had arrived when hold_back() was called
+        self.shown_bytes: int | None = None  # how much had been written when hold_back() was called
+        self._lock = threading.Lock()
+        self._fd: int | None = None
 
     def feed(self, chunk: bytes) -> None:
         self.total += len(chunk)
@@ -117,9 +122,18 @@ class CappedBuffer:
             self.kept += chunk[:room]
 
     def drain(self, stream: BinaryIO) -> None:
+        """Read the stream to its end. Each read happens under the lock, once the pipe is readable,
+        so that hold_back() sees every byte either counted or still in the pipe."""
         try:
-            while chunk := stream.read1(65536):
-                self.feed(chunk)
+            fd = stream.fileno()
+            self._fd = fd
+            while True:
+                select.select([fd], [], [])
+                with self._lock:
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        return
+                    self.feed(chunk)
         except (OSError, ValueError):  # closed under us at the end of the run: what was read is kept
             pass
 
@@ -136,10 +150,17 @@ class CappedBuffer:
 
     def hold_back(self) -> None:
         """From now on, what arrives is for staff only (called just before the first hidden case is
-        sent: what the child writes after it may spell out hidden data). What is still in the pipe is
-        held back too, which errs on the safe side."""
-        if self.shown_bytes is None:
-            self.shown_bytes = self.total
+        sent: what the child writes after it may spell out hidden data). What the child wrote
+        before, and the pipe still holds, is shown: it is counted in."""
+        with self._lock:
+            if self.shown_bytes is None:
+                pending = array.array("i", [0])
+                if self._fd is not None:
+                    try:
+                        fcntl.ioctl(self._fd, termios.FIONREAD, pending)
+                    except OSError:  # closed: nothing is pending
+                        pending[0] = 0
+                self.shown_bytes = self.total + pending[0]
 
     @property
     def held_back(self) -> bool:

@@ -29,7 +29,7 @@ TOP = "mlm-tied-head-kit"
 GRADER_MODULES = [
     *(f"grader/{name}.py" for name in ("__init__", "cases", "compare", "diagnosis", "expected", "isolation", "judge", "policy", "protocol")),
     *(f"grader/{name}.py" for name in ("report", "results", "sandbox", "spec")),
-    *(f"grader/child/{name}.py" for name in ("__init__", "guard", "runner", "walls", "wire")),
+    *(f"grader/child/{name}.py" for name in ("__init__", "guard", "restricted", "runner", "walls", "wire")),
     "grader/formats/__init__.py",
     "grader/formats/text.py",
     "grader/formats/points.py",

@@ -61,6 +61,7 @@ _super_self_class = super.__dict__["__self_class__"].__get__
 _module_name = ModuleType.__dict__["__dict__"].__get__
 _CURRENT: list["Capabilities"] = []  # the capabilities of the submission this process runs
 _module_of = type.__dict__["__module__"].__get__
+_hasattr = hasattr
 _getattr, _setattr, _delattr, _isinstance, _type, _id = getattr, setattr, delattr, isinstance, type, id
 _str, _tuple, _dict = str, tuple, dict
 
@@ -271,7 +272,7 @@ class Capabilities:
             if name in PUBLIC_PRIVATE_NAMES or self._owner(obj, name) is not False and self._owned_somewhere(obj):
                 return
             self.refuse(f"the private attribute {self._path(obj, name)}")
-        if self._may_be_refused(name) and not self._owner(obj, name):
+        if self._may_be_refused(name) and not self._owner(obj, name) and _hasattr(obj, name):  # a missing name fails as itself
             path = self._path(obj, name)
             if self._forbidden_function(name):  # worded as the runtime guard words the same use
                 tensor = path.startswith("torch.Tensor.") and not _isinstance(obj, type)

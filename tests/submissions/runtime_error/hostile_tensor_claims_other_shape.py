@@ -8,6 +8,22 @@ json, struct = sys.modules["json"], sys.modules["struct"]
 MARKER = "mlm-hostile-marker"
 
 
+def _channel() -> dict:
+    """The runner's channel, found as plain Python finds it (its descriptors are not in sys.argv):
+    the first pipes beside stdin, stdout and stderr open for reading (requests) and writing (results)."""
+    fcntl, stat = __import__("fcntl"), __import__("stat")
+    found = {}
+    for fd in range(3, 256):
+        try:
+            if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+                continue
+        except OSError:
+            continue
+        mode = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE
+        found.setdefault("request_fd" if mode == os.O_RDONLY else "result_fd", fd)
+    return found
+
+
 def zeros_answer(w_emb, mask_indicator):
     return torch.zeros(int((mask_indicator > 0.5).sum()), w_emb.shape[0], dtype=w_emb.dtype)
 
@@ -24,8 +40,8 @@ def running_case():
 
 
 def send_raw(header: bytes, payload: bytes = b"") -> None:
-    """One frame written straight into the grader's result channel (its number is in the child's argv)."""
-    channel = json.loads(sys.argv[-1])["result_fd"]
+    """One frame written straight into the grader's result channel (found among the child's descriptors)."""
+    channel = _channel()["result_fd"]
     os.write(channel, struct.pack("<Q", len(header)) + header + payload)
 
 
