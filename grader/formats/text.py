@@ -69,7 +69,9 @@ def render_text(report: Report, spec: Spec, verbose: bool = False, staff: bool =
     """The human report; staff=True adds what the candidate's report withholds (CaseResult.withhold)."""
     lines = [f"Submission: {report.submission}", _verdict_line(report)]
     whole = rejected_as_a_whole(report)
-    if report.cases and whole:  # a start-up failure: no row would say more than "not run"
+    if report.cases and whole and any(c.seconds is not None or c.check for c in report.cases):  # a forbidden use during a case
+        lines.append(f"Cases:      not listed ({len(report.cases)} cases): a forbidden use decides the whole run")
+    elif report.cases and whole:  # a start-up failure: no row would say more than "not run"
         lines.append(f"Cases:      none run ({len(report.cases)} cases): the submission failed before the first case")
     elif report.cases:
         lines.append(f"Score:      {sum(c.passed for c in report.cases)}/{len(report.cases)} cases")
