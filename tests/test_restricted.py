@@ -106,7 +106,7 @@ def run(source: str) -> tuple[dict, list[str]]:
         ("y = torch.softmax(x, -1)", "the function torch.softmax"),
         ("y = x.softmax(-1)", "the Tensor method .softmax"),
         ("y = getattr(torch, 'layer' + '_norm')", "the function torch.layer_norm"),
-        ("from torch import gelu", "the function torch.gelu"),
+        ("from torch import softmax", "the function torch.softmax"),
         ("match [torch]:\n    case [object(sys=s)]:\n        pass", "a class pattern read"),
         ("import numpy as np\nnp.zeros(3).tofile('f')", "numpy.ndarray.tofile"),
         ("p = x.numpy().ctypes", "numpy.ndarray.ctypes"),

@@ -1,13 +1,12 @@
 """Pool attack: searches the memory it inherited from the pool's server (its own, read through
-/proc/self/mem, or in place) for the file names of the submissions graded before it (the tests name them
-pooltest<pid>_<name>.py); fails the grading if it finds one, or if it could not read its memory."""
+/proc/self/mem, or in place) for the file names of the submissions graded before it (the test names them
+pooltest<pid>_earlier<i>_...py); fails the grading if it finds one, or if it could not read its memory."""
 
 import ctypes
 import functools
 import os
 import re
 
-own = os.path.basename(__file__).removesuffix(".py").encode()
 names, read = set(), 0
 with open("/proc/self/maps") as maps:
     regions = [line.split()[:2] for line in maps]
@@ -27,7 +26,7 @@ try:
         except OSError:
             continue
         read += len(data)
-        names |= {m.group() for m in re.finditer(rb"pooltest[0-9]+_[A-Za-z0-9_]+", data) if not m.group().startswith(own)}
+        names |= {m.group() for m in re.finditer(rb"pooltest[0-9]+_earlier[A-Za-z0-9_]+", data)}  # the test's earlier files
 finally:
     if fd is not None:
         os.close(fd)
