@@ -1,26 +1,28 @@
 """Capabilities, not names: what the submission's code can reach is decided on the objects themselves.
 
 The runner compiles the submission from the very text the grader checked, after a rewrite of its
-syntax tree (`transform`): every attribute read `x.name` becomes `__mlm_getattr__(x, "name", line)`,
-every subscript read `x[k]` becomes `__mlm_getitem__(x, k, line)`, and every attribute write or
-delete `x.name = v` writes through `__mlm_write__(x, "name", line).name`. The module runs with
-restricted built-ins (`Capabilities.builtins`): no open, eval, exec, compile, globals, locals or
-breakpoint; getattr, setattr, delattr, hasattr and vars go through the same checks; imports only of
-the allowed modules; `type()` with three arguments and every class statement are checked for the
-special names that would hand numpy or torch a raw memory address.
+syntax tree (`transform`): attribute reads `x.name` become `__mlm_getattr__(x, "name", line)`,
+subscript reads `x[k]` become `__mlm_getitem__(x, k, line)`, attribute writes and deletes go through
+`__mlm_write__`, augmented assignments read and write through one call, class statements register
+the class as the file's own, and the names a class pattern captures are checked. The module runs
+with restricted built-ins (`Capabilities.builtins`): no open, eval, exec, compile, globals, locals
+or breakpoint; getattr, setattr, delattr, hasattr and vars checked the same way; imports only of the
+allowed modules; `type` a stand-in that checks a class built from a dict.
 
-What a read may return is checked on the value: never a module outside the allowed list (so
-`typing.sys`, `AttributeError.obj.sys` and `print.__self__` fail), never a frame, traceback, code
-object or cell (so no route leads from a generator or an exception to the grader's frames and
-globals), never torch's dispatcher internals. Names are judged on the object that holds them:
-private names (`_x`) only where the file itself defined them (its own classes and their instances;
-namedtuple's documented `_make`, `_asdict`, `_fields`, `_replace` anywhere); special names
-(`__x__`) only from the spec's short list of harmless ones (readable_dunders); the spec's forbidden functions (softmax, gelu,
-...) and forbidden attributes (torch.load, operator.attrgetter, ...) never on objects the file did
-not define. A refusal is recorded by the runtime guard (guard.py), so catching it hides nothing.
+A value read is judged by its class, and so is the object it is read from: never a module outside
+the allowed list (`typing.sys`, `AttributeError.obj.sys`), a frame, traceback, code object or cell,
+a module's globals, or torch's dispatcher internals. Names are judged on the object that holds
+them: private names (`_x`) only where the file defined them (its classes, and those a library made
+at its call, and their instances; namedtuple's documented `_make`, `_asdict`, `_fields`, `_replace`
+anywhere); special names (`__x__`) only from the spec's readable_dunders; the spec's forbidden
+functions and attributes never on objects the file did not make. Metaclasses are handed out as
+subclasses that check what they build; functools.wraps copies checked values; enum's functional API
+checks its names. A refusal calls `refuse`, which in the child ends the run then and there
+(runner.serve), so that nothing the submission catches or binds on the way runs again.
 
 This holds as long as the submission runs only code compiled here: it assumes no bug in CPython,
-torch or numpy that corrupts memory from the allowed API. The sandbox assumes nothing of it.
+torch or numpy that corrupts memory from the allowed API. The sandbox assumes nothing of it
+(docs/threat-model.md).
 """
 
 import ast
@@ -58,7 +60,6 @@ _dict_of = type.__dict__["__dict__"].__get__
 _type_name = type.__dict__["__name__"].__get__
 _super_this = super.__dict__["__thisclass__"].__get__
 _super_self_class = super.__dict__["__self_class__"].__get__
-_module_name = ModuleType.__dict__["__dict__"].__get__
 _CURRENT: list["Capabilities"] = []  # the capabilities of the submission this process runs
 _module_of = type.__dict__["__module__"].__get__
 _hasattr = hasattr
@@ -94,8 +95,8 @@ class Capabilities:
 
     def __init__(self, config: dict[str, Any], refuse: Callable[[str], NoReturn]) -> None:
         """config: the spec's policy lists (allowed_imports, allowed_submodules, forbidden_functions,
-        forbidden_operators, forbidden_attributes) and the submission's file name. refuse(what)
-        records a finding with the runtime guard and raises."""
+        forbidden_operators, forbidden_attributes, readable_dunders) and the submission's file name.
+        refuse(what) records a finding and does not return (the child's ends the run)."""
         self.refuse = refuse
         self.filename: str = config["submission"]
         self.module_paths = frozenset(config["allowed_imports"]) | frozenset(config["allowed_submodules"])
