@@ -18,6 +18,7 @@ import torch
 
 from grader.child.restricted import Capabilities, RefusedSyntax, compile_submission
 from grader.spec import CHILD_POLICY, load_spec
+from tests.grading import grade_json
 
 POLICY = load_spec().policy
 PRELUDE = """\
@@ -260,3 +261,32 @@ def test_nothing_forbidden_is_reachable_through_attributes_of_the_allowed_module
 
 def _raise(what: str) -> None:
     raise Refused(what)
+
+
+CATCHER = '''import typing
+
+import torch
+
+CALLS = []
+
+
+def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
+    CALLS.append(1)
+    print("CALL", len(CALLS))
+    try:
+        sys = [typing][0].sys  # refused: the run ends here, whatever this file catches
+    except BaseException:
+        print("CAUGHT")
+    return torch.zeros(int((mask_indicator > 0.5).sum()), w_emb.shape[0], dtype=w_emb.dtype)
+'''
+
+
+def test_a_refusal_ends_the_run_whatever_the_file_catches(tmp_path):
+    path = tmp_path / "solution.py"
+    path.write_text(CATCHER)
+    report, status = grade_json(str(path), "--public")
+    assert (report["verdict"], status) == ("forbidden_api", 1)
+    assert "the attribute sys, a module outside the allowed list (line 12 of solution.py)" in report["message"]
+    # the submission was called once: every later case is answered with the finding, unrun
+    assert report["stdout"].strip() == "CALL 1" and "CAUGHT" not in report["stdout"]
+    assert all(case["status"] == "forbidden_api" for case in report["cases"])
