@@ -9,6 +9,7 @@ it, so catching its exception hides nothing.
 """
 
 import hashlib
+import sys
 import textwrap
 import types
 import warnings
@@ -124,6 +125,11 @@ def run(source: str) -> tuple[dict, list[str]]:
         ("Raw = type('Raw', (), {'__array_interface__': {}})", "defining __array_interface__"),
         ("class Own:\n    pass\no = Own()\nsetattr(o, '__array_interface__', {})", "a change to the special attribute __array_interface__"),
         ("class Own:\n    __match_args__ = ('__dict__',)", "__match_args__ of the class Own"),
+        # library code that compiles or reads what it is handed (a second round of attacks)
+        ("import dataclasses\nclass H:\n    slot: int\nH.__annotations__['x if 0 else y'] = int\ndataclasses.dataclass(H)", "a dataclass field named"),
+        ("import enum\nclass Base(enum.Enum):\n    pass\nE = Base._convert_('E', __name__, bool, source=torch)", "the private attribute enum.Enum._convert_"),
+        ("class Lookup(super):\n    pass", "derived from super"),
+        ("import typing\nclass Spy:\n    pass\nmatch Spy():\n    case typing.sys:\n        pass", "the attribute sys, a module outside the allowed list"),
         # changing what is not the file's own
         ("torch.exp = lambda t: t", "a change to torch.exp"),
         ("torch.Tensor.exp = None", "a change to torch.Tensor.exp"),
@@ -212,6 +218,13 @@ def test_a_class_pattern_capture_is_checked_before_its_body():
         ("v = torch.ones(3, requires_grad=True)\n(v * v).sum().backward()\ny = v.grad.tolist()\nv.grad = None", "y == [2.0, 2.0, 2.0]"),
         ("y = torch.vmap(lambda row: torch.addr(torch.zeros(2, 2), row[:2], row[1:]))(torch.ones(4, 3)).shape", "y == (4, 2, 2)"),
         ("y = f'{x.shape[0]}-{torch.__version__ != \"\"}'", "y == '2-True'"),
+        ("match x.dtype:\n    case torch.float32:\n        y = 'f32'\n    case torch.float64:\n        y = 'f64'", "y == 'f32'"),
+        (
+            "class Cube(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, v, k):\n        ctx.k = k\n        return v * k\n"
+            "    @staticmethod\n    def backward(ctx, g):\n        return g * ctx.k, None\nv = torch.ones(2, requires_grad=True)\n"
+            "Cube.apply(v, 3.0).sum().backward()\ny = v.grad.tolist()",
+            "y == [3.0, 3.0]",
+        ),  # fmt: skip
     ],
 )
 def test_honest_code_runs_unchanged(source, check):
@@ -263,7 +276,7 @@ def _raise(what: str) -> None:
     raise Refused(what)
 
 
-CATCHER = '''import typing
+CATCHER = """import typing
 
 import torch
 
@@ -278,7 +291,7 @@ def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator
     except BaseException:
         print("CAUGHT")
     return torch.zeros(int((mask_indicator > 0.5).sum()), w_emb.shape[0], dtype=w_emb.dtype)
-'''
+"""
 
 
 def test_a_refusal_ends_the_run_whatever_the_file_catches(tmp_path):
@@ -290,3 +303,18 @@ def test_a_refusal_ends_the_run_whatever_the_file_catches(tmp_path):
     # the submission was called once: every later case is answered with the finding, unrun
     assert report["stdout"].strip() == "CALL 1" and "CAUGHT" not in report["stdout"]
     assert all(case["status"] == "forbidden_api" for case in report["cases"])
+
+
+def test_annotations_under_future_annotations_stay_as_written(monkeypatch):
+    # dataclasses reads them as text (ClassVar is not a field); they are never run
+    source = (
+        "from __future__ import annotations\nimport dataclasses\nimport typing\n@dataclasses.dataclass\nclass Config:\n"
+        "    scale: typing.ClassVar[float] = 2.0\n    heads: int\ny = [f.name for f in dataclasses.fields(Config)]\n"
+    )
+    found: list[str] = []
+    capabilities = Capabilities({key: POLICY[key] for key in CHILD_POLICY} | {"submission": "future.py"}, found.append)
+    module = types.ModuleType("candidate_submission")  # as the runner loads it: dataclasses looks it up
+    vars(module).update(capabilities.namespace("candidate_submission"))
+    monkeypatch.setitem(sys.modules, "candidate_submission", module)
+    exec(compile_submission(source, "future.py"), vars(module))  # noqa: S102
+    assert found == [] and vars(module)["y"] == ["heads"]

@@ -27,10 +27,13 @@ torch or numpy that corrupts memory from the allowed API. The sandbox assumes no
 
 import ast
 import builtins
+import copy
+import dataclasses
 import enum
 import fnmatch
 import functools
 import importlib
+import keyword
 import operator
 import re
 import sys
@@ -39,8 +42,8 @@ from types import CellType, CodeType, FrameType, FunctionType, ModuleType, Trace
 from typing import Any, NoReturn
 
 PREFIX = "__mlm_"  # names the rewrite adds; a file may not use names starting with it
-GETATTR, GETITEM, WRITE, OWN_CLASS, CHECK, AUGMENTED_ATTRIBUTE, AUGMENTED_ITEM = (
-    f"{PREFIX}{n}__" for n in ("getattr", "getitem", "write", "own_class", "check", "augmented_attribute", "augmented_item")
+GETATTR, GETITEM, WRITE, OWN_CLASS, CHECK, SUBJECT, AUGMENTED_ATTRIBUTE, AUGMENTED_ITEM = (
+    f"{PREFIX}{n}__" for n in ("getattr", "getitem", "write", "own_class", "check", "subject", "augmented_attribute", "augmented_item")
 )
 
 # Names the documented APIs of namedtuple and enum start with an underscore.
@@ -67,14 +70,16 @@ _getattr, _setattr, _delattr, _isinstance, _type, _id = getattr, setattr, delatt
 _str, _tuple, _dict = str, tuple, dict
 
 
-def _array_types() -> tuple[type, ...]:
+def _writable_types() -> tuple[type, ...]:
+    """Objects of the allowed libraries whose public attributes a file may set."""
     import numpy
     import torch
+    from torch.autograd.function import FunctionCtx
 
-    return torch.Tensor, numpy.ndarray
+    return torch.Tensor, numpy.ndarray, FunctionCtx
 
 
-_Tensor, _ndarray = _array_types()
+WRITABLE = _writable_types()
 
 
 def _is_dunder(name: str) -> bool:
@@ -173,7 +178,20 @@ class Capabilities:
 
             _create_.checked = True  # type: ignore[attr-defined]
             enum.EnumType._create_ = _create_  # type: ignore[method-assign]
-        return {_id(functools.update_wrapper): update_wrapper, _id(functools.wraps): wraps}
+        def dataclass(cls: Any = None, /, **kwargs: Any) -> Any:
+            """dataclasses.dataclass, once the class's field names are checked to be names:
+            dataclasses pastes them into code it compiles itself."""
+
+            def wrap(klass: Any) -> Any:
+                fields = _dict_of(klass).get("__annotations__", {}) if _isinstance(klass, type) else {}
+                for name in fields:
+                    if _type(name) is not _str or not name.isidentifier() or keyword.iskeyword(name) or _is_dunder(name):
+                        caps.refuse(f"a dataclass field named {name!r} (dataclasses compiles its fields' names into code)")
+                return dataclasses.dataclass(klass, **kwargs)
+
+            return wrap if cls is None else wrap(cls)
+
+        return {_id(functools.update_wrapper): update_wrapper, _id(functools.wraps): wraps, _id(dataclasses.dataclass): dataclass}
 
     # -- what the file owns ---------------------------------------------------------------------
 
@@ -193,6 +211,8 @@ class Capabilities:
         a private name of the file's own would reach the alias's origin)."""
         if _isinstance(cls, type) and _id(cls) not in self.own_ids:
             self._check_namespace(_type_name(cls), _dict_of(cls))
+            if super in _mro_of(cls):
+                self.refuse(f"a class ({_type_name(cls)}) derived from super (its lookups are another class's)")
             for klass in _mro_of(cls)[1:]:
                 if not self._is_own_class(klass):
                     relays = [n for n in RELAYS if _type(_dict_of(klass).get(n)) is FunctionType]
@@ -225,12 +245,12 @@ class Capabilities:
         """Whether `name` on obj is the file's own: found first in a class the file defined, or an
         instance attribute of an instance of one (True); found in someone else's class (False);
         None when neither says (not found at all on an object the file does not own)."""
-        if _type(obj) is super:
+        if _isinstance(obj, super):
             mro = _mro_of(_super_self_class(obj) or _super_this(obj))
             mro = mro[mro.index(_super_this(obj)) + 1 :] if _super_this(obj) in mro else mro
             instance = False
-        elif _isinstance(obj, type):
-            mro, instance = _mro_of(obj), False
+        elif _isinstance(obj, type):  # a class: its own chain, then its metaclass's (EnumType._convert_)
+            mro, instance = (*_mro_of(obj), *_mro_of(_type(obj))), False
         else:
             if self._is_own_function(obj):
                 return True
@@ -270,7 +290,8 @@ class Capabilities:
                 if name not in self.readable_dunders:
                     self.refuse(f"the special attribute {name}")
                 return
-            if name in PUBLIC_PRIVATE_NAMES or self._owner(obj, name) is not False and self._owned_somewhere(obj):
+            owner = self._owner(obj, name)
+            if name in PUBLIC_PRIVATE_NAMES or owner or (owner is None and self._owned_somewhere(obj)):
                 return
             self.refuse(f"the private attribute {self._path(obj, name)}")
         if self._may_be_refused(name) and not self._owner(obj, name) and _hasattr(obj, name):  # a missing name fails as itself
@@ -283,8 +304,8 @@ class Capabilities:
 
     def _owned_somewhere(self, obj: Any) -> bool:
         """Whether a private name not found on obj may still be its own (an own instance or class)."""
-        if _type(obj) is super:
-            return True
+        if _isinstance(obj, super):
+            return False
         kind = obj if _isinstance(obj, type) else _type(obj)
         return self._is_own_function(obj) or any(self._is_own_class(k) for k in _mro_of(kind))
 
@@ -363,6 +384,12 @@ class Capabilities:
         self.check_value(value, "a value a class pattern read")
         return True
 
+    @staticmethod
+    def subject(value: Any, *read: Any) -> Any:
+        """A match statement's subject, once the dotted names its patterns read have been read
+        through the checks (the arguments after it; the last is the line)."""
+        return value
+
     def augmented_attribute(self, obj: Any, name: str, operation: str, value: Any, line: int = 0) -> None:
         """obj.name <op>= value, the read and the write checked."""
         _setattr(self.write(obj, name), name, _getattr(operator, operation)(self.getattr(obj, name), value))
@@ -377,8 +404,8 @@ class Capabilities:
             self.refuse(f"a change to the special attribute {name}")
         if self._owned_somewhere(obj):
             return obj
-        if _isinstance(obj, (_Tensor, _ndarray)) and not _isinstance(obj, type) and name[:1] != "_":
-            return obj  # x.grad = None, x.requires_grad = True
+        if _isinstance(obj, WRITABLE) and not _isinstance(obj, type) and name[:1] != "_":
+            return obj  # x.grad = None, x.requires_grad = True, ctx.dim = dim in an autograd Function
         self.refuse(f"a change to {self._path(obj, name)} (an object the file did not make)")
 
     # -- the built-ins ----------------------------------------------------------------------------
@@ -494,6 +521,7 @@ class Capabilities:
             WRITE: self.write,
             OWN_CLASS: self.own_class,
             CHECK: self.check,
+            SUBJECT: self.subject,
             AUGMENTED_ATTRIBUTE: self.augmented_attribute,
             AUGMENTED_ITEM: self.augmented_item,
         }
@@ -505,6 +533,10 @@ AUGMENTED = {
     ast.Add: "iadd", ast.Sub: "isub", ast.Mult: "imul", ast.MatMult: "imatmul", ast.Div: "itruediv", ast.FloorDiv: "ifloordiv",
     ast.Mod: "imod", ast.Pow: "ipow", ast.LShift: "ilshift", ast.RShift: "irshift", ast.BitOr: "ior", ast.BitXor: "ixor", ast.BitAnd: "iand",
 }  # fmt: skip
+
+
+PATTERN_NAMES = {(ast.MatchClass, "cls"), (ast.MatchValue, "value"), (ast.MatchMapping, "keys")}
+ANNOTATIONS = {(ast.arg, "annotation"), (ast.FunctionDef, "returns"), (ast.AsyncFunctionDef, "returns"), (ast.AnnAssign, "annotation")}
 
 
 class RefusedSyntax(Exception):
@@ -534,16 +566,40 @@ def _captures(patterns: Iterable[ast.AST]) -> list[str]:
     return names
 
 
+def _dotted_names(pattern: ast.AST) -> list[ast.expr]:
+    """The dotted names a pattern reads where the compiler accepts nothing else: class patterns'
+    classes, value patterns (case torch.float32:) and mapping keys. Each is refused if it names a
+    private or special attribute."""
+    found: list[ast.expr] = []
+    for node in ast.walk(pattern):
+        if isinstance(node, ast.MatchClass):
+            found.append(node.cls)
+        elif isinstance(node, ast.MatchValue):
+            found.append(node.value)
+        elif isinstance(node, ast.MatchMapping):
+            found += node.keys
+    for name in found:
+        for part in ast.walk(name):
+            if isinstance(part, ast.Attribute) and part.attr.startswith("_"):
+                raise RefusedSyntax(part.lineno, f"a pattern naming the private or special attribute {part.attr}")
+    return [name for name in found if isinstance(name, ast.Attribute)]
+
+
+def _rewrite_match(match: ast.Match) -> None:
+    """A pattern's dotted names are read where no call can be put, and a value pattern hands what it
+    reads to the subject's __eq__: each is read once through the checks, with the subject, before
+    the match compares anything (`match __mlm_subject__(subject, torch.float32, ...)`)."""
+    dotted = [copy.deepcopy(name) for case in match.cases for name in _dotted_names(case.pattern)]
+    if dotted:
+        match.subject = _call(SUBJECT, match.subject, match.subject, *dotted)
+
+
 def _rewrite_case(case: ast.match_case) -> None:
     """A class pattern reads attributes where no call can be put: every name it captures is checked
-    before the case's own guard and body (a refusal is recorded even if the file catches it)."""
+    before the case's own guard and body (a refusal ends the run, whatever the file catches)."""
     captured: list[str] = []
     for node in ast.walk(case.pattern):
         if isinstance(node, ast.MatchClass):
-            for part in ast.walk(node.cls):
-                name = part.attr if isinstance(part, ast.Attribute) else part.id if isinstance(part, ast.Name) else ""
-                if name.startswith("_"):
-                    raise RefusedSyntax(node.lineno, f"a class pattern naming the private or special attribute {name}")
             for attribute in node.kwd_attrs:
                 if attribute.startswith("_"):
                     raise RefusedSyntax(node.lineno, f"a class pattern reading the private or special attribute {attribute}")
@@ -574,6 +630,8 @@ def _rewrite_child(node: ast.AST) -> ast.AST:
         node.decorator_list.insert(0, ast.copy_location(ast.Name(id=OWN_CLASS, ctx=ast.Load()), node))
     elif isinstance(node, ast.match_case):
         _rewrite_case(node)
+    elif isinstance(node, ast.Match):
+        _rewrite_match(node)
     return node
 
 
@@ -625,12 +683,17 @@ def transform(tree: ast.Module) -> ast.Module:
     with an explicit stack: a long generated expression cannot exhaust Python's recursion limit."""
     _check_names(tree)
     _mangle(tree)
+    # Under `from __future__ import annotations` annotations are never run, only kept as text, which
+    # dataclasses reads (ClassVar, InitVar): they stay as written.
+    future = any(isinstance(n, ast.ImportFrom) and n.module == "__future__" and any(a.name == "annotations" for a in n.names) for n in tree.body)
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
         for field, value in ast.iter_fields(node):
-            if isinstance(node, ast.MatchClass) and field == "cls":
-                continue  # a dotted name, checked in _rewrite_case: the compiler accepts nothing else there
+            if (node.__class__, field) in PATTERN_NAMES:
+                continue  # a dotted name, read through the checks by _rewrite_match: the compiler accepts nothing else there
+            if future and (node.__class__, field) in ANNOTATIONS:
+                continue
             if isinstance(value, list):
                 for index, item in enumerate(value):
                     if isinstance(item, ast.AST):
