@@ -178,6 +178,7 @@ class Capabilities:
 
             _create_.checked = True  # type: ignore[attr-defined]
             enum.EnumType._create_ = _create_  # type: ignore[method-assign]
+
         def dataclass(cls: Any = None, /, **kwargs: Any) -> Any:
             """dataclasses.dataclass, once the class's field names are checked to be names:
             dataclasses pastes them into code it compiles itself."""
