@@ -29,7 +29,7 @@ from grader.batch import Pool
 from grader.formats.json import to_json
 from grader.isolation import bubblewrap_works
 from grader.spec import load_spec
-from tests.grading import SUBMISSIONS, checkout_files, fast_spec
+from tests.grading import SUBMISSIONS, checkout_files, fast_spec, shared_once
 
 HOSTILE = sorted(SUBMISSIONS.glob("*/hostile_*.py"))
 MARKER = "mlm-hostile-marker"
@@ -114,11 +114,16 @@ def verdict_with_every_wall(path: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def graded_with_every_wall() -> dict[str, dict]:
+def graded_with_every_wall(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     """Every hostile file graded as `python -m grader batch` grades it: the static check, the
-    capability layer, the guard and the sandbox (through the warm pool where it keeps every wall)."""
-    spec = load_spec()
-    return {name: to_json(report) for name, report in Pool(spec, SECRET, jobs=2).map((f"{p.parent.name}/{p.stem}", p) for p in HOSTILE)}
+    capability layer, the guard and the sandbox (through the warm pool where it keeps every wall);
+    once for the whole run (tests/grading.py shared_once)."""
+
+    def grade_all() -> dict[str, dict]:
+        graded = Pool(load_spec(), SECRET, jobs=2).map((f"{p.parent.name}/{p.stem}", p) for p in HOSTILE)
+        return {name: to_json(report) for name, report in graded}
+
+    return shared_once(tmp_path_factory, "hostile-every-wall", grade_all)
 
 
 @pytest.mark.parametrize("path", HOSTILE, ids=lambda p: f"{p.parent.name}/{p.stem}")

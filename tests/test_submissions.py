@@ -7,9 +7,6 @@ workers; tests/test_batch.py proves that a batch gives the verdicts of the singl
 and tests/test_hostile.py grades the hostile files through the command line.
 """
 
-import fcntl
-import json
-import os
 from pathlib import Path
 
 import pytest
@@ -18,7 +15,7 @@ from grader.batch import Pool
 from grader.formats.json import to_json
 from grader.results import Verdict
 from grader.spec import load_spec
-from tests.grading import SUBMISSIONS, fast_spec
+from tests.grading import SUBMISSIONS, fast_spec, shared_once
 
 VERDICTS = [v.value for v in Verdict if v != Verdict.GRADER_ERROR]
 FILES = sorted(p for v in VERDICTS for p in (SUBMISSIONS / v).glob("*.py") if not p.stem.startswith("hostile_"))  # hostile: test_hostile.py
@@ -77,19 +74,8 @@ def grade_corpus(spec_folder: Path) -> dict[str, dict]:
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    """Graded once for the whole run: the first test worker to get here grades the corpus (two at
-    a time, so the machine is busy) while the others wait for its results under a file lock."""
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent  # the folder all workers' temporary folders are in
-    results = shared / "submission-corpus.json"
-    with open(shared / "submission-corpus.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not results.exists():
-            partial = results.with_suffix(".partial")
-            partial.write_text(json.dumps(grade_corpus(tmp_path_factory.mktemp("spec"))))
-            partial.rename(results)
-    return json.loads(results.read_text())
+    """Graded once for the whole run (tests/grading.py shared_once)."""
+    return shared_once(tmp_path_factory, "submission-corpus", lambda: grade_corpus(tmp_path_factory.mktemp("spec")))
 
 
 @pytest.mark.parametrize("path", FILES, ids=name)
