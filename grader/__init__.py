@@ -1,9 +1,9 @@
 """Auto-grader for the tied-head MLM forward pass. Run it as `python -m grader SUBMISSION`, or
-`python -m grader batch PATH...` for many; from Python: `from grader import grade_source, grade_many`."""
+`python -m grader batch PATH...` for many; from Python: `from grader import Grader, grade_source, grade_many`."""
 
 __version__ = "0.1.0"
 
-_API = ("grade_source", "grade_many", "Report")
+_API = ("Grader", "grade_source", "grade_many", "Report")
 
 
 def __getattr__(name: str) -> object:

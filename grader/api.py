@@ -1,21 +1,25 @@
 """The Python API for pipelines: grade source text held in memory.
 
-    from grader import grade_source, grade_many
-    report = grade_source(text)                      # one submission
-    for report in grade_many({"a": text_a, "b": text_b}, jobs=2):
-        print(report.id, report.verdict, report.score)
+    from grader import Grader, grade_source, grade_many
+    with Grader(jobs=2) as grader:                   # cases, expected outputs and the pool kept warm
+        report = grader.grade(text)                  # one submission, as often as you like
+        for report in grader.grade_many({"a": text_a, "b": text_b}):
+            print(report.id, report.verdict, report.score)
+    report = grade_source(text)                      # one-off: a Grader for one call
 
 The source never runs in the caller's process: it is written to a private temporary file and
-graded exactly as `python -m grader FILE` would, in its own sandboxed child, and grade_many goes
-through the same pool as `python -m grader batch`.
+graded exactly as `python -m grader FILE` would, in its own sandboxed child; a Grader's children
+come from the same warm pool as `python -m grader batch`.
 """
 
 import dataclasses
 import functools
+import itertools
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from grader import batch, judge, results
@@ -72,32 +76,82 @@ def _write(folder: Path, source: str | bytes) -> Path:
     return path
 
 
-def grade_source(source: str | bytes, *, seed: str | None = None, public_only: bool = False) -> Report:
-    """Grade one submission's source text. seed: the secret seed (default: MLM_GRADER_SEED, else the
-    fixed local seed); public_only: run only the public cases, as `--public` does."""
-    pool = _pool(seed, public_only, jobs=1)
-    with tempfile.TemporaryDirectory(prefix="mlm-grader-source-") as folder:  # mode 0700: private
-        report = pool.grade_file(_write(Path(folder), source))
-    report.submission = "<source>"
-    return Report.of(report, "")
+class Grader:
+    """A grader kept warm between calls: the cases and expected outputs are computed once, and the
+    children come from one warm pool (grader/pool.py) that stays up until close() or the end of
+    the `with` block. Use one for a pipeline that grades sources one at a time or in groups.
 
+    jobs: gradings at once in grade_many (default: the number of CPU cores); seed: the secret seed
+    (default: MLM_GRADER_SEED, else the fixed local seed); public_only: only the public cases, as
+    `--public` does; warm: False grades each source in a child of its own (what a single
+    grade_source call does: starting the pool's server costs more than one child)."""
 
-def grade_many(sources: Iterable[str | bytes] | Mapping[str, str | bytes], *, jobs: int | None = None, seed: str | None = None) -> Iterator[Report]:
-    """Grade many sources `jobs` at a time (default: the number of CPU cores); yields each report
-    as soon as it is ready, so not in the order given. report.id is the source's key when
-    `sources` is a mapping, else its position ("0", "1", ...). Sources are read from `sources`
-    only as a job frees up; stopping the iteration early ends the running gradings."""
-    pool = _pool(seed, False, jobs or batch.default_jobs())
-    keyed = sources.items() if isinstance(sources, Mapping) else ((str(i), s) for i, s in enumerate(sources))
-    with tempfile.TemporaryDirectory(prefix="mlm-grader-sources-") as folder:
+    def __init__(self, *, jobs: int | None = None, seed: str | None = None, public_only: bool = False, warm: bool = True) -> None:
+        self._pool = _pool(seed, public_only, jobs or batch.default_jobs())
+        self._warm, self.warm_note = batch.start_warm_pool(self._pool.spec, self._pool.backend) if warm else (None, "")
+        self._folder = tempfile.TemporaryDirectory(prefix="mlm-grader-sources-")  # mode 0700: private
+        self._numbers = itertools.count()  # each source its own folder, so that calls may overlap
+
+    def __enter__(self) -> "Grader":
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the warm pool and remove the sources' folder; grading after this is an error."""
+        if self._warm:
+            self._warm.close()
+            self._warm = None
+        self._folder.cleanup()
+
+    def _own_folder(self) -> Path:
+        folder = Path(self._folder.name)
+        if not folder.is_dir():
+            raise RuntimeError("this Grader is closed: make a new one (or grade inside its `with` block)")
+        own = folder / str(next(self._numbers))
+        own.mkdir()
+        return own
+
+    def grade(self, source: str | bytes) -> Report:
+        """The report of one submission's source text (report.submission is "<source>")."""
+        own = self._own_folder()
+        try:
+            report = self._pool.grade_file(_write(own, source), warm=self._warm)
+        finally:
+            shutil.rmtree(own, ignore_errors=True)
+        report.submission = "<source>"
+        return Report.of(report, "")
+
+    def grade_many(self, sources: Iterable[str | bytes] | Mapping[str, str | bytes]) -> Iterator[Report]:
+        """Grade many sources `jobs` at a time; yields each report as soon as it is ready, so not in
+        the order given. report.id is the source's key when `sources` is a mapping, else its
+        position ("0", "1", ...). Sources are read from `sources` only as a job frees up; stopping
+        the iteration early ends the running gradings."""
+        keyed = sources.items() if isinstance(sources, Mapping) else ((str(i), s) for i, s in enumerate(sources))
 
         def files() -> Iterator[tuple[tuple[str, Path], Path]]:
-            for number, (key, source) in enumerate(keyed):
-                own = Path(folder) / str(number)
-                own.mkdir()
+            for key, source in keyed:
+                own = self._own_folder()
                 yield (str(key), own), _write(own, source)
 
-        for (key, own), report in pool.map(files()):
-            shutil.rmtree(own)  # only the sources being graded are on disk
+        for (key, own), report in self._pool.map(files(), warm=self._warm):
+            shutil.rmtree(own, ignore_errors=True)  # only the sources being graded are on disk
             report.submission = f"<source {key}>"
             yield Report.of(report, key)
+
+
+def grade_source(source: str | bytes, *, seed: str | None = None, public_only: bool = False) -> Report:
+    """Grade one submission's source text. seed: the secret seed (default: MLM_GRADER_SEED, else the
+    fixed local seed); public_only: run only the public cases, as `--public` does. For many calls,
+    keep a Grader instead: it keeps its pool warm between them."""
+    with Grader(jobs=1, seed=seed, public_only=public_only, warm=False) as grader:
+        return grader.grade(source)
+
+
+def grade_many(
+    sources: Iterable[str | bytes] | Mapping[str, str | bytes], *, jobs: int | None = None, seed: str | None = None, public_only: bool = False
+) -> Iterator[Report]:
+    """Grade many sources through one Grader (see Grader.grade_many), closed when the iteration ends."""
+    with Grader(jobs=jobs, seed=seed, public_only=public_only) as grader:
+        yield from grader.grade_many(sources)

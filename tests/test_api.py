@@ -4,7 +4,9 @@ never runs in the caller's process."""
 import subprocess
 import sys
 
-from grader import grade_many, grade_source
+import pytest
+
+from grader import Grader, grade_many, grade_source
 from grader.cases import make_cases
 from grader.spec import load_spec
 from tests.grading import ROOT, SUBMISSIONS, grade_json
@@ -46,6 +48,29 @@ def test_grade_many_yields_every_report_with_its_id():
     assert {i: r.verdict for i, r in reports.items()} == {"good": "accepted", "wrong": "wrong_answer", "broken": "compile_error"}
     assert reports["wrong"].to_dict()["submission"] == "<source wrong>" and 0 < reports["wrong"].score < 1
     assert [r.id for r in grade_many(["def mlm_forward_tied(:\n"])] == ["0"]  # a plain list: ids are positions
+
+
+def test_a_grader_keeps_one_warm_pool_across_calls_and_gives_what_one_off_calls_give():
+    with Grader(jobs=2, seed="api-seed") as grader:
+        server = grader._warm  # the pool the first call starts its server in
+        first = grader.grade(CORRECT.read_text())
+        again = grader.grade(WRONG.read_bytes())
+        many = {r.id: r for r in grader.grade_many({"good": CORRECT.read_text(), "wrong": WRONG.read_text()})}
+        assert grader._warm is server and not server.broken, server.broken if server else "no warm pool"
+    assert (first.verdict, first.score, again.verdict) == ("accepted", 1.0, "wrong_answer")
+    assert without_timings(first.to_dict()) == without_timings(grade_source(CORRECT.read_text(), seed="api-seed").to_dict())
+    assert (many["good"].verdict, many["wrong"].verdict, many["wrong"].score) == ("accepted", "wrong_answer", again.score)
+    with pytest.raises(RuntimeError, match="this Grader is closed"):
+        grader.grade(CORRECT.read_text())
+
+
+def test_public_only_grades_only_the_public_cases_in_every_entry_point():
+    public = [case for case in make_cases(load_spec(), "api-seed") if case.public]
+    with Grader(jobs=1, seed="api-seed", public_only=True) as grader:
+        report = grader.grade(CORRECT.read_text())
+    assert len(report.cases) == len(public) and report.verdict == "accepted"
+    [many] = grade_many([WRONG.read_text()], jobs=1, seed="api-seed", public_only=True)
+    assert len(many.cases) == len(public)
 
 
 def test_importing_grader_stays_cheap():
