@@ -1,0 +1,45 @@
+"""Honest: numpy picks the masked positions, and a debug line prints the numpy array of their indices.
+
+Refused today as forbidden_api: the first str() of an ndarray in the process makes numpy's C code
+(array_str) import numpy._core.arrayprint lazily, and a C-level import (PyImport_Import) calls the
+__import__ of the builtins of the current Python frame, here the submission's: the capability
+layer's restricted __import__, which refuses every name outside the allowed list. repr() and
+f"{array}" take the same route.
+
+Today: `python -m grader FILE --json` -> verdict forbidden_api, "case public_tiny failed
+(0 of 46 cases passed): used the import of numpy._core.arrayprint (line 20 of numpy_array_printed.py)"."""
+
+import math
+
+import numpy as np
+import torch
+
+
+def masked_rows(mask_indicator):
+    """Row-major flat indices of the selected positions, computed in numpy (the mask needs no gradient)."""
+    flat = np.flatnonzero(mask_indicator.detach().numpy() > 0.5)
+    print("masked positions:", flat)
+    return torch.from_numpy(flat.astype(np.int64))
+
+
+def layer_norm(x):
+    mean = x.mean(dim=-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + 1e-5)
+
+
+def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
+    n, t = input_ids.shape
+    d = w_emb.shape[1]
+    dh = d // num_heads
+    x = w_emb[input_ids] + pos_embed
+    for w_q, w_k, w_v, w_o, w_1, w_2 in blocks_weights:
+        h = layer_norm(x)
+        q, k, v = ((h @ w).view(n, t, num_heads, dh).transpose(1, 2) for w in (w_q, w_k, w_v))
+        s = q @ k.transpose(-2, -1) / math.sqrt(dh)
+        e = torch.exp(s - s.amax(dim=-1, keepdim=True))
+        x = x + ((e / e.sum(dim=-1, keepdim=True)) @ v).transpose(1, 2).reshape(n, t, d) @ w_o
+        u = layer_norm(x) @ w_1
+        x = x + 0.5 * u * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3))) @ w_2
+    rows = masked_rows(mask_indicator)
+    return x.reshape(n * t, d)[rows] @ w_emb.T
