@@ -7,7 +7,7 @@ layer's restricted __import__, which refuses every name outside the allowed list
 f"{array}" take the same route.
 
 Today: `python -m grader FILE --json` -> verdict forbidden_api, "case public_tiny failed
-(0 of 46 cases passed): used the import of numpy._core.arrayprint (line 20 of numpy_array_printed.py)"."""
+(0 of 46 cases passed): used the import of numpy._core.arrayprint (line 21 of numpy_array_printed.py)"."""
 
 import math
 
