@@ -1,6 +1,6 @@
 """Honest: numpy counts and picks the masked positions, with the ndarray method .sum().
 
-Refused today as forbidden_api: ndarray.sum (and .all(), .any(), .mean(), ...) is C code that, on its
+Refused today as forbidden_api: ndarray.sum (and .all(), seen the same way in-process) is C code that, on its
 first call in the process, imports numpy._core._methods by name; a C-level import (PyImport_Import)
 calls the __import__ of the builtins of the current Python frame, here the submission's: the
 capability layer's restricted __import__, which refuses every module outside the allowed list.
