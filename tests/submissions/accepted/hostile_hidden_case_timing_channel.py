@@ -1,0 +1,62 @@
+"""Hidden case inputs read back from the candidate's report through each case's time.
+
+The candidate's JSON report gives every case's `seconds` (grader/formats/json.py, rounded to
+0.1 ms), hidden ones included, and the text and JUnit reports show it too. A submission that
+waits a time it computes from a hidden case's inputs spells them out there: here 100 ms plus
+20 ms per unit of the first token id. It returns the right logits, so it is accepted today,
+and the JSON's hidden cases' seconds read back input_ids[0, 0] of each hidden case. (Written
+with `time` for brevity, under --unrestricted; a busy loop of allowed tensor operations does the
+same with every wall on.) Should: no hidden case's timing in a candidate report, or one too
+coarse to carry its inputs.
+"""
+import time
+
+import torch
+
+
+def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
+    out = honest(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads)
+    if not input_ids.requires_grad and not w_emb.requires_grad:  # the plain call only
+        time.sleep(0.1 + 0.02 * int(input_ids.flatten()[0]))
+    return out
+
+
+import math
+
+import torch
+
+
+def layer_norm(x):
+    mean = x.mean(dim=-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + 1e-5)
+
+
+def gelu(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def softmax(scores):
+    scores = scores - scores.amax(dim=-1, keepdim=True)
+    e = torch.exp(scores)
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def attention(x, w_q, w_k, w_v, w_o, num_heads):
+    n, t, d = x.shape
+    d_head = d // num_heads
+    q = (x @ w_q).view(n, t, num_heads, d_head).transpose(1, 2)
+    k = (x @ w_k).view(n, t, num_heads, d_head).transpose(1, 2)
+    v = (x @ w_v).view(n, t, num_heads, d_head).transpose(1, 2)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_head)
+    out = softmax(scores) @ v
+    return out.transpose(1, 2).reshape(n, t, d) @ w_o
+
+
+def honest(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
+    x = w_emb[input_ids] + pos_embed
+    for w_q, w_k, w_v, w_o, w_mlp1, w_mlp2 in blocks_weights:
+        x = x + attention(layer_norm(x), w_q, w_k, w_v, w_o, num_heads)
+        x = x + gelu(layer_norm(x) @ w_mlp1) @ w_mlp2
+    hidden = x[mask_indicator > 0.5]
+    return hidden @ w_emb.T
