@@ -167,7 +167,7 @@ class _Builder:
         if self.rules.builtin_function(name):
             return f".{name} is forbidden (built-in {name})", advice_for(name)
         if self.rules.forbidden_path(full):
-            return f"{name} is forbidden ({full} reaches files, compilers, code or operators by name)", "use tensor operations only"
+            return f"{name} is forbidden ({full} reaches files, compilers, code, operators by name or raw memory)", "use tensor operations only"
         if isinstance(value, types.ModuleType):
             return None if full in self.module_paths and value.__name__ == full else MODULE
         if _is_internal(value):
@@ -535,7 +535,7 @@ class Checker:
         if self.rules.forbidden_path(path):
             if root == "operator":
                 return f"{path} is forbidden (it reaches attributes by a computed name)", "write the attribute or method directly"
-            return f"{path} is forbidden (it reaches files, compilers, code or operators by name)", "use tensor operations only"
+            return f"{path} is forbidden (it reaches files, compilers, code, operators by name or raw memory)", "use tensor operations only"
         value = vars(owner).get(name) if isinstance(owner, types.ModuleType) else inspect.getattr_static(owner, name, None)
         if inspect.ismodule(value):
             return f"{path} is a module outside the allowed list", "use the public API of torch, numpy and math"

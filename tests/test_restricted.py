@@ -101,7 +101,7 @@ def run(source: str) -> tuple[dict, list[str]]:
         ("from torch import _C", "the private attribute torch._C"),
         ("s = x._make_subclass", "the private attribute torch.Tensor._make_subclass"),
         ("class Mine(torch.Tensor):\n    pass\ns = Mine._make_subclass", "the private attribute torch.Tensor._make_subclass"),
-        ("ops = torch.ops", "torch.ops (it reaches files, compilers, code or operators by name)"),
+        ("ops = torch.ops", "torch.ops (it reaches files, compilers, code, operators by name or raw memory)"),
         ("g = torch.Graph", "part of torch's TorchScript and dispatcher internals"),
         ("with torch.DisableTorchFunction():\n    pass", "torch.DisableTorchFunction"),
         # forbidden functions, by any syntax, on objects the file did not define
@@ -112,7 +112,7 @@ def run(source: str) -> tuple[dict, list[str]]:
         ("match [torch]:\n    case [object(sys=s)]:\n        pass", "a class pattern read"),
         ("import numpy as np\nnp.zeros(3).tofile('f')", "numpy.ndarray.tofile"),
         ("p = x.numpy().ctypes", "numpy.ndarray.ctypes"),
-        ("s = torch.UntypedStorage.from_file('/etc/passwd', False, 64)", "torch.UntypedStorage.from_file"),
+        ("s = torch.UntypedStorage.from_file('/etc/passwd', False, 64)", "torch.UntypedStorage (it reaches"),
         # imports and built-ins
         ("import os", "the import of os"),
         ("import torch.nn.functional as F", "the import of torch.nn.functional"),

@@ -37,23 +37,27 @@ import keyword
 import operator
 import re
 import sys
+import typing
 from collections.abc import Callable, Iterable
-from types import CellType, CodeType, FrameType, FunctionType, ModuleType, TracebackType
+from types import CellType, CodeType, FrameType, FunctionType, GenericAlias, ModuleType, TracebackType
 from typing import Any, NoReturn
 
 PREFIX = "__mlm_"  # names the rewrite adds; a file may not use names starting with it
-GETATTR, GETITEM, WRITE, OWN_CLASS, CHECK, SUBJECT, AUGMENTED_ATTRIBUTE, AUGMENTED_ITEM = (
-    f"{PREFIX}{n}__" for n in ("getattr", "getitem", "write", "own_class", "check", "subject", "augmented_attribute", "augmented_item")
+GETATTR, GETITEM, WRITE, OWN_CLASS, CHECK, SUBJECT, AUGMENTED_ATTRIBUTE, AUGMENTED_ITEM, RESULT, ITEMS = (
+    f"{PREFIX}{n}__"
+    for n in ("getattr", "getitem", "write", "own_class", "check", "subject", "augmented_attribute", "augmented_item", "result", "items")
 )
 
 # Names the documented APIs of namedtuple and enum start with an underscore.
 PUBLIC_PRIVATE_NAMES = frozenset({"_make", "_asdict", "_fields", "_replace", "_field_defaults", "_value_", "_name_", "_missing_"})
 # Special names that hand numpy or torch a raw memory address or run code where the guard does not
 # watch: a class (or a three-argument type()) may not define them.
-DANGEROUS_CLASS_NAMES = frozenset(
+RAW_MEMORY_NAMES = frozenset(
     {"__array_interface__", "__array_struct__", "__cuda_array_interface__", "__dlpack__", "__dlpack_device__", "__buffer__", "__release_buffer__"}
-    | {"__getattr__", "__getattribute__"}  # these could hand out any of the above on demand
 )
+DANGEROUS_CLASS_NAMES = RAW_MEMORY_NAMES | {"__getattr__", "__getattribute__"}  # these could hand out any of the above on demand
+HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (a class statement, type()), not one of C
+CLASS_LISTS = frozenset({"__mro__", "__bases__", "mro"})  # attributes whose values are classes in a list
 RELAYS = ("__getattr__", "__getattribute__", "__setattr__", "__delattr__")  # in Python, they can pass names on
 REFUSED_BUILTINS = ("open", "exec", "eval", "compile", "globals", "locals", "breakpoint", "input", "help", "exit", "quit")
 MACHINERY = (FrameType, TracebackType, CodeType, CellType)
@@ -65,6 +69,7 @@ _super_this = super.__dict__["__thisclass__"].__get__
 _super_self_class = super.__dict__["__self_class__"].__get__
 _CURRENT: list["Capabilities"] = []  # the capabilities of the submission this process runs
 _module_of = type.__dict__["__module__"].__get__
+_flags_of = type.__dict__["__flags__"].__get__
 _hasattr = hasattr
 _getattr, _setattr, _delattr, _isinstance, _type, _id = getattr, setattr, delattr, isinstance, type, id
 _str, _tuple, _dict = str, tuple, dict
@@ -192,7 +197,17 @@ class Capabilities:
 
             return wrap if cls is None else wrap(cls)
 
-        return {_id(functools.update_wrapper): update_wrapper, _id(functools.wraps): wraps, _id(dataclasses.dataclass): dataclass}
+        def get_origin(tp: Any) -> Any:
+            """typing.get_origin, its answer handed out as a read value is: typing.Type's origin is
+            the real `type`."""
+            return caps.check_value(typing.get_origin(tp), "what typing.get_origin returned")
+
+        return {
+            _id(functools.update_wrapper): update_wrapper,
+            _id(functools.wraps): wraps,
+            _id(dataclasses.dataclass): dataclass,
+            _id(typing.get_origin): get_origin,
+        }
 
     # -- what the file owns ---------------------------------------------------------------------
 
@@ -224,9 +239,16 @@ class Capabilities:
         return cls
 
     def _is_own_class(self, klass: type) -> bool:
-        """A class statement of the file's, or a class a library made at the file's call
-        (collections.namedtuple, typing.NamedTuple): its module is the file's."""
-        return _id(klass) in self.own_ids or _module_of(klass) == self.module_name
+        """A class statement of the file's, or a class made at the file's call without one (a
+        namedtuple, typing.NamedTuple, a class the real `type` built): its module is the file's.
+        Such a class is checked as a class statement's is (own_class) the first time it is judged
+        own, whatever built it."""
+        if _id(klass) in self.own_ids:
+            return True
+        if _module_of(klass) != self.module_name:
+            return False
+        self.own_class(klass)
+        return True
 
     def _check_namespace(self, name: Any, namespace: Any) -> None:
         for key in namespace:
@@ -301,7 +323,7 @@ class Capabilities:
                 tensor = path.startswith("torch.Tensor.") and not _isinstance(obj, type)
                 self.refuse(f"the Tensor method .{name}" if tensor else f"the function {path}")
             if any(fnmatch.fnmatchcase(path, pattern) for pattern, _ in self._attributes):
-                self.refuse(f"{path} (it reaches files, compilers, code or operators by name)")
+                self.refuse(f"{path} (it reaches files, compilers, code, operators by name or raw memory)")
 
     def _owned_somewhere(self, obj: Any) -> bool:
         """Whether a private name not found on obj may still be its own (an own instance or class)."""
@@ -320,6 +342,8 @@ class Capabilities:
             self._kinds[_id(kind)] = verdict
             self._kept_kinds.append(kind)
         if verdict == "class":  # a class: a metaclass is handed out as its checked stand-in
+            if _module_of(value) == self.module_name:
+                self._is_own_class(value)  # checked as the file's own, whatever built it
             return self.checked_metaclass(value) if issubclass(value, type) else value
         if verdict == "dict":
             if _id(value) in self._module_namespaces():
@@ -339,8 +363,7 @@ class Capabilities:
             self._namespaces_seen = len(sys.modules)
         return self._namespaces
 
-    @staticmethod
-    def _judge_kind(kind: type, value: Any) -> str:
+    def _judge_kind(self, kind: type, value: Any) -> str:
         if kind is dict:
             return "dict"
         if issubclass(kind, type) and not _torch_internal(value):
@@ -351,21 +374,37 @@ class Capabilities:
             return f"Python's machinery ({_type_name(kind)}), which leads into the grader's own code"
         if _torch_internal(value):
             return "part of torch's TorchScript and dispatcher internals"
+        for klass in _mro_of(kind):  # a class no check saw (built in C, by the real type), or a library's private one
+            if _flags_of(klass) & HEAP_TYPE and _id(klass) not in self._type_paths and not RAW_MEMORY_NAMES.isdisjoint(_dict_of(klass)):
+                return f"an object of the class {_type_name(kind)}, which hands numpy or torch a raw memory address"
         return ""
+
+    def _file_namespace(self, name: Any, namespace: Any) -> Any:
+        """A copy of the namespace of a class the file builds without a class statement, checked,
+        with the file's module as its module unless it names one (which the check refuses)."""
+        if not _isinstance(namespace, _dict) or self._owned_somewhere(namespace):
+            # a mapping of the file's own could show the check other keys than it gives the class
+            self.refuse(f"a class ({name}) built from a namespace that is not a dict of the standard library's")
+        if _type(namespace) is _dict:
+            namespace = _dict.copy(namespace)
+            namespace.setdefault("__module__", self.module_name)
+        self._check_namespace(name, _dict.copy(namespace))  # read as the interpreter reads it, in C
+        return namespace
 
     def checked_metaclass(self, meta: type) -> type:
         """A subclass of the metaclass `meta` that checks the namespace of every class it builds
         (abc.ABCMeta("X", (), namespace) builds a class with no class statement), made once."""
-        if meta is type or self.guarded_type in _mro_of(meta) or _id(meta) in self._checked_ids:
-            return meta  # type itself, or derived from the built-in `type` the file sees, which checks
+        if meta is type:
+            return self.guarded_type  # never the real `type`: a class it built would not be checked
+        if self.guarded_type in _mro_of(meta) or _id(meta) in self._checked_ids:
+            return meta  # derived from the `type` the file sees, which checks
         checked = self._checked.get(_id(meta))
         if checked is None:
             caps = self
 
             def __new__(mcs: type, name: Any, bases: Any, namespace: Any, /, **kwargs: Any) -> Any:  # noqa: N807
-                if _isinstance(namespace, dict):
-                    caps._check_namespace(name, namespace)
-                return meta.__new__(mcs, name, bases, namespace, **kwargs)
+                namespace = caps._file_namespace(name, namespace)
+                return caps.own_class(meta.__new__(mcs, name, bases, namespace, **kwargs))
 
             checked = _type(_type_name(meta), (meta,), {"__new__": __new__, "__module__": meta.__module__, "__qualname__": meta.__qualname__})
             self._checked[_id(meta)] = checked
@@ -375,10 +414,41 @@ class Capabilities:
 
     def getattr(self, obj: Any, name: str, line: int = 0) -> Any:
         self.check_name(obj, name)
-        return self.check_value(_getattr(obj, name), f"the attribute {name}")
+        return self.checked_attribute(name, _getattr(obj, name))
+
+    def checked_attribute(self, name: str, value: Any) -> Any:
+        """The value read as the attribute `name`, checked (its name was checked before the read)."""
+        value = self.check_value(value, f"the attribute {name}")
+        return self._class_list(name, value) if name in CLASS_LISTS else value
+
+    def _class_list(self, name: str, value: Any) -> Any:
+        """A class's __mro__ and __bases__, and what its mro() returns, hold classes (a metaclass's,
+        the real `type`): each is handed out as a class read is (checked_metaclass)."""
+        if name != "mro":
+            return _tuple(self.check_value(v, "a class of __mro__ or __bases__") for v in value) if _type(value) is _tuple else value
+        method = value
+
+        def mro(*args: Any) -> list[Any]:
+            return [self.check_value(v, "a class of mro()") for v in method(*args)]
+
+        return mro
 
     def getitem(self, obj: Any, key: Any, line: int = 0) -> Any:
         return self.check_value(obj[key], "an item")
+
+    def result(self, value: Any, line: int = 0) -> Any:
+        """What a call returned (a library's function may return what no read would give: the real
+        `type`, a class it built, an object of one)."""
+        return self.check_value(value, "a value a call returned")
+
+    def items(self, iterable: Any, unpacked: bool, line: int = 0) -> Any:
+        """The items of a for loop or comprehension, each checked as a call's result is, and with
+        `unpacked` (the target is a tuple or list: for a, b in ...) the values inside each too. For
+        an assignment that unpacks (a, b = ...), `iterable` is the value assigned."""
+        check = self.check_value
+        if unpacked:
+            return map(lambda item: [check(v, "a value unpacked") for v in item], iterable)  # noqa: C417 - lazily, as the loop asks
+        return map(lambda item: check(item, "an item of a loop"), iterable)  # noqa: C417
 
     def check(self, value: Any, line: int = 0) -> bool:
         """For a name a class pattern captured: True, or refused."""
@@ -426,7 +496,7 @@ class Capabilities:
                 value = _getattr(obj, name)
             except AttributeError:
                 return default
-            return caps.check_value(value, f"the attribute {name}")
+            return caps.checked_attribute(name, value)
 
         def hasattr(obj: Any, name: str, /) -> bool:  # noqa: A001
             try:
@@ -451,6 +521,11 @@ class Capabilities:
             return _dict(_getattr(args[0], "__dict__"))
 
         def __import__(name: str, globals: Any = None, locals: Any = None, fromlist: Iterable[str] = (), level: int = 0) -> ModuleType:  # noqa: A001, A002
+            if not level and _type(fromlist) is list and not fromlist and name in sys.modules:
+                # numpy's and torch's C code importing a module it reads itself (PyImport_Import),
+                # which ignores what this returns and looks the module up in sys.modules: it is
+                # given nothing (a statement `import m` passes None, `from m import a` a tuple).
+                return None  # type: ignore[return-value]
             if level or name not in caps.module_paths:
                 caps.refuse(f"the import of {name}")
             module = importlib.import_module(name)
@@ -498,14 +573,14 @@ class Capabilities:
                 if len(args) == 1 and not kwargs:
                     kind = _type(args[0])
                     return caps.checked_metaclass(kind) if issubclass(kind, type) else kind
-                if len(args) == 3 and _isinstance(args[2], _dict):
-                    caps._check_namespace(args[0], args[2])
+                if len(args) == 3:
+                    args = (args[0], args[1], caps._file_namespace(args[0], args[2]))
                 if mcs is GuardedType:  # type(name, bases, namespace): the real type picks the metaclass
-                    return _type(*args, **kwargs)
-                return _type.__new__(mcs, *args, **kwargs)  # a metaclass of the file's, derived from type
+                    return caps.own_class(_type(*args, **kwargs))
+                return caps.own_class(_type.__new__(mcs, *args, **kwargs))  # a metaclass of the file's, derived from type
 
             def __class_getitem__(cls, item: Any) -> Any:
-                return type[item]
+                return GenericAlias(GuardedType, item)  # calling it calls this type, never the real one
 
         GuardedType.__name__ = GuardedType.__qualname__ = "type"
         return GuardedType
@@ -523,6 +598,8 @@ class Capabilities:
             OWN_CLASS: self.own_class,
             CHECK: self.check,
             SUBJECT: self.subject,
+            RESULT: self.result,
+            ITEMS: self.items,
             AUGMENTED_ATTRIBUTE: self.augmented_attribute,
             AUGMENTED_ITEM: self.augmented_item,
         }
@@ -613,6 +690,16 @@ def _rewrite_case(case: ast.match_case) -> None:
 
 def _rewrite_child(node: ast.AST) -> ast.AST:
     """The node that replaces `node` in its parent: reads, writes and classes through Capabilities."""
+    if isinstance(node, ast.Call) and not getattr(node, "checked", False):
+        if isinstance(node.func, ast.Name) and node.func.id.startswith(PREFIX):
+            return node  # a call the rewrite put here
+        node.checked = True  # type: ignore[attr-defined] - visited again as the argument of its check
+        return _call(RESULT, node, node)
+    if isinstance(node, ast.For) or (isinstance(node, ast.comprehension) and not node.is_async):
+        unpacked = ast.Constant(isinstance(node.target, (ast.Tuple, ast.List)))
+        node.iter = _call(ITEMS, node.iter, node.iter, unpacked)
+    elif isinstance(node, ast.Assign) and all(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
+        node.value = _call(ITEMS, node, node.value, ast.Constant(False))  # a, b = ...: the values unpacked, checked
     if isinstance(node, ast.Attribute):
         if isinstance(node.ctx, ast.Load):
             return _call(GETATTR, node, node.value, ast.Constant(node.attr))
