@@ -81,15 +81,19 @@ def compare_values(expected: Tensor, got: Tensor, tolerance: float, show_values:
     return Closeness(False, max_abs, max_rel, "\n".join(lines))
 
 
+HIDDEN_ERROR = "hidden case: how far off it is goes to the course staff only"
+
+
 def error_to_tolerance(closeness: Closeness, tolerance: float) -> str:
-    """A failure as a hidden case may show it: only how far off the result is, relative to the
-    tolerance, at two significant digits. No index, value, count or max|expected|, which repeated
-    submissions against a fixed seed could read the hidden data from."""
+    """A hidden case's failure as staff read it: how far off the result is, relative to the
+    tolerance, at two significant digits. The candidate reads HIDDEN_ERROR instead: the size of
+    the error is the submission's to choose (it can compute the right answer and add any multiple
+    of the tolerance), so it could spell out the case's inputs."""
     if math.isinf(closeness.max_abs):
-        return "non-finite values returned (NaN and inf never pass); hidden case: only the size of the error is shown"
+        return "non-finite values returned (NaN and inf never pass)"
     ratio = closeness.max_rel / tolerance
     shown = "more than 1000x" if ratio > 1000 else f"{float(f'{ratio:.2g}'):g}x"
-    return f"error {shown} the tolerance; hidden case: only the size of the error is shown"
+    return f"error {shown} the tolerance"
 
 
 def bitwise_equal(a: Tensor, b: Tensor) -> bool:

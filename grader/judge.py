@@ -34,10 +34,12 @@ if TYPE_CHECKING:
     from torch import Tensor
 
     from grader.cases import Case
+    from grader.compare import Closeness
     from grader.diagnosis import Received
     from grader.expected import Expected
 
 STRONG_BACKENDS = ("bubblewrap", "uid", "docker")  # the walls that hold without the static check
+CPU_LIMIT_REACHED = 0.9  # of the CPU limit, counted by the grader: a SIGXCPU or SIGKILL below it is not the limit's
 
 
 @dataclass(frozen=True)
@@ -122,10 +124,15 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
     no index, value or count that repeated submissions could read the hidden data from."""
 
     from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES
-    from grader.compare import bitwise_equal, compare_values, error_to_tolerance
+    from grader.compare import HIDDEN_ERROR, bitwise_equal, compare_values, error_to_tolerance
 
     def fail(status: str, check: str, message: str) -> None:
         result.status, result.check, result.message = status, check, message
+
+    def fail_hidden(check: str, headline: str, closeness: Closeness, tolerance: float) -> None:
+        """A hidden case's numbers: the candidate reads the headline, staff the size of the error too."""
+        fail(Verdict.WRONG_ANSWER, check, f"{headline}\n{HIDDEN_ERROR}")
+        result.staff_message = f"{headline}\n{error_to_tolerance(closeness, tolerance)}"
 
     if reply.get("forbidden"):  # first: the guard's refusal may also have raised an exception
         return fail(Verdict.FORBIDDEN_API, "runtime guard", reply["forbidden"])
@@ -151,8 +158,10 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
     if detailed:
         result.max_abs, result.max_rel = values.max_abs, values.max_rel
     if not values.passed:
-        explained = values.message if detailed else error_to_tolerance(values, tolerance)
-        return fail(Verdict.WRONG_ANSWER, "values", "the logits are not close to the expected ones\n" + explained)
+        headline = "the logits are not close to the expected ones"
+        if not detailed:
+            return fail_hidden("values", headline, values, tolerance)
+        return fail(Verdict.WRONG_ANSWER, "values", f"{headline}\n{values.message}")
 
     changed = [name for name in INPUT_NAMES if not bitwise_equal(case.inputs[name], need(tensors, f"after_{name}"))]
     if changed:
@@ -164,8 +173,10 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
             if detailed:  # the table shows the error of what failed: this gradient, not the logits
                 result.max_abs, result.max_rel = grad.max_abs, grad.max_rel
             cut = "" if reply.get("differentiable") else " (the result does not require grad: it is cut off from the inputs' autograd graph)"
-            explained = grad.message if detailed else error_to_tolerance(grad, gradient_tolerance)
-            return fail(Verdict.WRONG_ANSWER, "gradient", f"the gradient reaching {name} is wrong{cut}\n{explained}")
+            headline = f"the gradient reaching {name} is wrong{cut}"
+            if not detailed:
+                return fail_hidden("gradient", headline, grad, gradient_tolerance)
+            return fail(Verdict.WRONG_ANSWER, "gradient", f"{headline}\n{grad.message}")
     result.status = PASSED
 
 
@@ -178,10 +189,18 @@ def classify_exit(exit: Exit, limits: Limits, during: str) -> tuple[Verdict, str
         return Verdict.TIME_LIMIT_EXCEEDED, f"used more than {limits.cpu_seconds} s of CPU time, all processes together, {during}"
     if exit.limit == "total":
         return Verdict.TIME_LIMIT_EXCEEDED, TOTAL_LIMIT.format(limits.total_seconds) + f" {during}"
-    if name == "SIGXCPU" or (name == "SIGKILL" and not exit.killed_by_grader and exit.cpu_seconds >= limits.cpu_seconds):
+    # A status of 128 + N reads as signal N behind bubblewrap, whether the kernel sent it or the
+    # submission exited with that number: the CPU limit is the verdict only when the CPU counted says so.
+    reached = exit.cpu_seconds >= CPU_LIMIT_REACHED * limits.cpu_seconds
+    if name in ("SIGXCPU", "SIGKILL") and reached and not exit.killed_by_grader:
         return Verdict.TIME_LIMIT_EXCEEDED, f"used more than {limits.cpu_seconds} s of CPU time {during}"
+    if name == "SIGXCPU":
+        return Verdict.RUNTIME_ERROR, (
+            f"the process ended with the status of SIGXCPU {during}, having used {exit.cpu_seconds:.1f} s of CPU, "
+            f"below the limit of {limits.cpu_seconds} s (exit() or os._exit() in the submission?)"
+        )
     if name == "SIGXFSZ":
-        return Verdict.RUNTIME_ERROR, f"wrote a file larger than the limit of {limits.file_size_mib} MiB {during}"
+        return Verdict.RUNTIME_ERROR, f"the process ended with the signal of the file-size limit ({limits.file_size_mib} MiB) {during}"
     note = f" after reaching the limit of {isolation.PIDS_MAX} processes" if exit.pids_limit_hits else ""
     if name is not None:
         return Verdict.RUNTIME_ERROR, f"the process was killed by {name} {during}{note}"

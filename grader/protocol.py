@@ -16,6 +16,7 @@ and reports runtime_error.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -141,8 +142,36 @@ def _fields(data: Any, where: str, schema: dict[str, Callable[[Any, str], Any]],
     return {key: schema[key](value, f"{where}.{key}") for key, value in data.items()}
 
 
+def _one_line(value: Any, where: str) -> str:
+    """A short text with no control character: it is shown in reports (the type of what was returned)."""
+    text = _short_text(value, where)
+    if not text.isprintable():
+        raise ProtocolError(f"{where} must be printable text on one line")
+    return text
+
+
+def _name(pattern: str) -> Callable[[Any, str], str]:
+    """A field that names one of torch's own things (a dtype, a layout, a device type), which the
+    diagnosis may repeat: only such a name, never text of the child's choosing."""
+    compiled = re.compile(pattern)
+
+    def check(value: Any, where: str) -> str:
+        if not isinstance(value, str) or not compiled.fullmatch(value):
+            raise ProtocolError(f"{where} must be the name of a torch {where.rpartition('.')[2]}")
+        return value
+
+    return check
+
+
 def _output(value: Any, where: str) -> dict[str, Any]:
-    schema = {"type": _short_text, "plain": _flag, "layout": _short_text, "shape": _shape, "dtype": _short_text, "device": _short_text}
+    schema = {
+        "type": _one_line,
+        "plain": _flag,
+        "layout": _name(r"(torch\.)?[a-z_]{1,32}"),
+        "shape": _shape,
+        "dtype": _name(r"[a-z][a-z0-9_]{0,31}"),
+        "device": _name(r"[a-z][a-z0-9_]{0,15}"),
+    }
     return _fields(value, where, schema, required=("type",))
 
 

@@ -57,6 +57,11 @@ class CaseResult:
     def passed(self) -> bool:
         return self.status == PASSED
 
+    def shown_seconds(self, staff: bool) -> float | None:
+        """The case's time as a report shows it: a hidden case's only to staff (the submission
+        chooses how long it takes, so its time could spell out the case's inputs)."""
+        return self.seconds if self.public or staff else None
+
     def withhold(self) -> None:
         """For a hidden case whose message holds what the submission chose: keep that message for
         staff (staff_message) and leave the candidate the grader's words. Idempotent."""

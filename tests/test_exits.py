@@ -20,11 +20,13 @@ def ended(returncode=0, by_grader=False, cpu=1.0, oom=0, pids=0, limit="") -> Ex
     "exit, verdict, words",
     [
         (ended(-signal.SIGKILL, oom=1), Verdict.MEMORY_LIMIT_EXCEEDED, "MiB of memory"),
-        (ended(-signal.SIGXCPU), Verdict.TIME_LIMIT_EXCEEDED, "CPU time"),
+        (ended(-signal.SIGXCPU, cpu=LIMITS.cpu_seconds), Verdict.TIME_LIMIT_EXCEEDED, "CPU time"),
+        # 152 = 128 + SIGXCPU: behind bubblewrap os._exit(152) reads as the signal; the CPU counted decides
+        (ended(-signal.SIGXCPU, cpu=1.0), Verdict.RUNTIME_ERROR, "below the limit of"),
         (ended(-signal.SIGKILL, cpu=LIMITS.cpu_seconds + 0.5), Verdict.TIME_LIMIT_EXCEEDED, "CPU time"),
         (ended(-signal.SIGKILL, cpu=1.0), Verdict.RUNTIME_ERROR, "killed by SIGKILL"),
         (ended(-signal.SIGSEGV), Verdict.RUNTIME_ERROR, "killed by SIGSEGV"),
-        (ended(-signal.SIGXFSZ), Verdict.RUNTIME_ERROR, "file larger than"),
+        (ended(-signal.SIGXFSZ), Verdict.RUNTIME_ERROR, "the signal of the file-size limit"),
         (ended(0), Verdict.RUNTIME_ERROR, "exited with status 0"),
         (ended(3), Verdict.RUNTIME_ERROR, "exited with status 3"),
         (ended(-signal.SIGSEGV, pids=2), Verdict.RUNTIME_ERROR, "after reaching the limit of 64 processes"),

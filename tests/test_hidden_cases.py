@@ -5,11 +5,15 @@ Public cases keep the full torch.testing-style detail; a spec key allows it for 
 
 import dataclasses
 import re
+import xml.etree.ElementTree as ET
 
 import torch
 
 from grader.cases import make_cases
+from grader.compare import HIDDEN_ERROR
 from grader.expected import expected_for
+from grader.formats.json import to_json
+from grader.formats.junit import render_junit
 from grader.formats.text import render_text
 from grader.judge import judge_reply
 from grader.results import CaseResult, Report, Verdict
@@ -18,7 +22,7 @@ from tests.grading import SUBMISSIONS, grade_json
 
 SPEC = load_spec()
 CASES = make_cases(SPEC, "hidden-cases-test-seed")
-HIDDEN_SHOWN = r"error (\d+(\.\d)?x|more than 1000x) the tolerance; hidden case: only the size of the error is shown"
+HIDDEN_SHOWN = r"error (\d+(\.\d)?x|more than 1000x) the tolerance"
 
 
 def judged(case, spec=SPEC, output_scale=1.0, grad_scale=1.0) -> CaseResult:
@@ -41,12 +45,15 @@ def a_case(public: bool, dtype: str = "float32"):
     return next(c for c in CASES if c.public == public and c.dtype == dtype and c.grad_output.shape[0] > 0)
 
 
-def test_a_hidden_case_shows_only_its_error_relative_to_the_tolerance():
+def test_a_hidden_case_shows_the_candidate_no_size_of_its_error_and_staff_its_size_relative_to_the_tolerance():
+    # The size is the submission's to choose (the right answer plus any multiple of the tolerance),
+    # so it could carry the hidden inputs (tests/submissions/wrong_answer/error_ratio_carries_hidden_inputs.py).
     case = a_case(public=False)
     tolerance, _ = SPEC.tolerances(case.family, case.dtype)
     result = judged(case, output_scale=1.0 + 30 * tolerance)  # the largest entry is off by 30 tolerances
     assert result.status == Verdict.WRONG_ANSWER and result.check == "values"
-    assert result.message == "the logits are not close to the expected ones\nerror 30x the tolerance; hidden case: only the size of the error is shown"
+    assert result.message == f"the logits are not close to the expected ones\n{HIDDEN_ERROR}"
+    assert result.staff_message == "the logits are not close to the expected ones\nerror 30x the tolerance"
     assert result.max_abs is None and result.max_rel is None
 
 
@@ -54,7 +61,8 @@ def test_a_hidden_gradient_failure_shows_only_its_error_relative_to_the_toleranc
     case = a_case(public=False)
     result = judged(case, grad_scale=2.0)
     assert result.check == "gradient"
-    assert re.fullmatch(r"the gradient reaching w_emb is wrong\n" + HIDDEN_SHOWN, result.message), result.message
+    assert result.message == f"the gradient reaching w_emb is wrong\n{HIDDEN_ERROR}"
+    assert re.fullmatch(r"the gradient reaching w_emb is wrong\n" + HIDDEN_SHOWN, result.staff_message), result.staff_message
 
 
 def test_a_passing_hidden_case_reports_no_error_values():
@@ -84,14 +92,30 @@ def test_the_text_report_of_a_hidden_case_shows_no_error_numbers():
     assert row.split()[-3] == "-"  # the error column; the tolerance beside it is public
 
 
+def test_a_hidden_cases_time_is_shown_to_staff_only_in_every_format():
+    # How long a case takes is the submission's to choose: it could spell out the hidden inputs
+    # (tests/submissions/accepted/hostile_hidden_case_timing_channel.py).
+    hidden, public = judged(a_case(public=False)), judged(a_case(public=True))
+    hidden.seconds, public.seconds = 1.25, 0.5432
+    report = Report(Verdict.ACCEPTED, "all 2 cases passed", "x.py", "id", "test", cases=[hidden, public])
+    for staff in (False, True):
+        shown = {c["name"]: c["seconds"] for c in to_json(report, staff)["cases"]}
+        assert shown == {hidden.name: 1.25 if staff else None, public.name: 0.5432}
+        junit = {c.get("name"): c.get("time") for c in ET.fromstring(render_junit(report, staff)).iter("testcase")}
+        assert junit == {hidden.name: "1.250" if staff else "0.000", public.name: "0.543"}
+        text = render_text(report, SPEC, staff=staff)
+        assert ("1250ms" in text) == staff and "543ms" in text
+
+
 def test_a_wrong_file_learns_nothing_from_hidden_cases_but_everything_from_public_ones():
     report, _ = grade_json(str(SUBMISSIONS / "wrong_answer" / "causal_mask.py"))
     hidden = [c for c in report["cases"] if c["visibility"] == "hidden" and c["check"] in ("values", "gradient")]
     public = [c for c in report["cases"] if c["visibility"] == "visible" and c["check"] in ("values", "gradient")]
     assert hidden and public
     for case in hidden:
-        assert re.fullmatch(r"(the logits are not close to the expected ones|the gradient reaching \w+ is wrong)\n" + HIDDEN_SHOWN, case["output"]), case
-        assert case["max_abs_error"] is None and case["max_rel_error"] is None
+        headline = r"(the logits are not close to the expected ones|the gradient reaching \w+ is wrong)\n"
+        assert re.fullmatch(headline + re.escape(HIDDEN_ERROR), case["output"]), case
+        assert case["max_abs_error"] is None and case["max_rel_error"] is None and case["seconds"] is None
     for case in public:
         assert "Mismatched elements:" in case["output"] and case["max_abs_error"] is not None
     assert re.fullmatch(r"case \w+ failed \(\d+ of \d+ cases passed\): .*", report["message"], re.DOTALL)

@@ -91,7 +91,11 @@ def with_changes(**changes) -> dict:
         (with_changes(output=[1, 2]), "the result.output must be an object, not a list"),
         (with_changes(output={"shape": [1, 7]}), "the result.output lacks the field 'type'"),
         (with_changes(output={"type": "torch.Tensor", "shape": [True, 7]}), "the result.output.shape must be a list of non-negative integers"),
-        (with_changes(output={"type": "torch.Tensor", "dtype": {"a": 1}}), "the result.output.dtype must be a string"),
+        (with_changes(output={"type": "torch.Tensor", "dtype": {"a": 1}}), "the result.output.dtype must be the name of a torch dtype"),
+        # text the diagnosis repeats is a name of torch's, never the child's words (hidden inputs, Markdown)
+        (with_changes(output={"type": "torch.Tensor", "dtype": "ids=1,0,2;w=0.12"}), "the result.output.dtype must be the name of a torch dtype"),
+        (with_changes(output={"type": "torch.Tensor", "dtype": "float32\n# Accepted"}), "the result.output.dtype must be the name of a torch dtype"),
+        (with_changes(output={"type": "torch.Tensor\n# Accepted"}), "the result.output.type must be printable text on one line"),
         (with_changes(output={"type": "torch.Tensor", "extra": 1}), "the result.output has a field the grader does not know: 'extra'"),
         (with_changes(error=["Traceback", "..."]), "the result.error must be a string, not a list"),
         (with_changes(forbidden={"used": "softmax"}), "the result.forbidden must be a string, not an object"),

@@ -59,7 +59,7 @@ def to_json(report: Report, staff: bool = False) -> dict[str, Any]:
                 "output": c.message,
                 "max_abs_error": _json_number(c.max_abs),
                 "max_rel_error": _json_number(c.max_rel),
-                "seconds": None if c.seconds is None else round(c.seconds, 4),
+                "seconds": None if c.shown_seconds(staff) is None else round(c.seconds, 4),
             }
             for c in report.cases
         ],

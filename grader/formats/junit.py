@@ -51,7 +51,7 @@ def render_junit(report: Report, staff: bool = False) -> str:
         case = ET.SubElement(suite, "testcase", name=TITLES[report.verdict], classname="submission", time=f"{report.seconds:.3f}")
         counts[_outcome(case, report.verdict.value, report.message)] += 1
     for c in [] if rejected_as_a_whole(report) else report.cases:
-        case = ET.SubElement(suite, "testcase", name=c.name, classname=c.family, time=f"{c.seconds or 0.0:.3f}")
+        case = ET.SubElement(suite, "testcase", name=c.name, classname=c.family, time=f"{c.shown_seconds(staff) or 0.0:.3f}")
         if not c.passed:
             counts[_outcome(case, c.status, case_output(c) + _diagnosis(report, c.status) + _staff(c, staff))] += 1
     stdout = report.staff_stdout if staff and report.staff_stdout is not None else report.stdout

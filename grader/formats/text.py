@@ -85,7 +85,7 @@ def render_text(report: Report, spec: Spec, verbose: bool = False, staff: bool =
         for c in report.cases:
             result = "ok" if c.passed else c.status.replace("_", " ") + (f" ({c.check})" if c.check else "")
             error, tolerance = _number(c.max_rel), _number(_tolerance(c, spec))
-            lines.append(f"{c.name:34} {c.family:16} {c.dtype:7} {c.shape:32} {result:23} {error:>21} {tolerance:>9} {_seconds(c.seconds):>6}")
+            lines.append(f"{c.name:34} {c.family:16} {c.dtype:7} {c.shape:32} {result:23} {error:>21} {tolerance:>9} {_seconds(c.shown_seconds(staff)):>6}")
         lines.append("")
     public_passed = report.public_only and report.verdict == Verdict.ACCEPTED
     if report.verdict != Verdict.ACCEPTED:

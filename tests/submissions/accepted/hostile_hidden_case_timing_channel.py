@@ -2,12 +2,13 @@
 
 The candidate's JSON report gives every case's `seconds` (grader/formats/json.py, rounded to
 0.1 ms), hidden ones included, and the text and JUnit reports show it too. A submission that
-waits a time it computes from a hidden case's inputs spells them out there: here 100 ms plus
-20 ms per unit of the first token id. It returns the right logits, so it is accepted today,
+waits a time it computes from a hidden case's inputs spells them out there: here 5 ms plus
+2 ms per unit of the first token id. It returns the right logits, so it is accepted today,
 and the JSON's hidden cases' seconds read back input_ids[0, 0] of each hidden case. (Written
 with `time` for brevity, under --unrestricted; a busy loop of allowed tensor operations does the
 same with every wall on.) Should: no hidden case's timing in a candidate report, or one too
-coarse to carry its inputs.
+coarse to carry its inputs. Now: a hidden case's time is in the staff's report only
+(CaseResult.shown_seconds).
 """
 import time
 
@@ -17,7 +18,7 @@ import torch
 def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
     out = honest(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads)
     if not input_ids.requires_grad and not w_emb.requires_grad:  # the plain call only
-        time.sleep(0.1 + 0.02 * int(input_ids.flatten()[0]))
+        time.sleep(0.005 + 0.002 * int(input_ids.flatten()[0]))
     return out
 
 

@@ -1,4 +1,4 @@
-"""Batch attack by file name: the `id` of a results.jsonl line is the raw file name.
+r"""Batch attack by file name: the `id` of a results.jsonl line is the raw file name.
 
 Every string of a report goes through formats/safe.py printable() (to_json ends with
 printable_data), and the CSV and the progress lines print the id through csv_cell/printable, but
