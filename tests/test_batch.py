@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -426,3 +427,40 @@ def test_a_merge_counts_entries_not_graded_as_the_batch_does(tmp_path):
     single = tmp_path / "single.csv"
     assert run_in_process(str(folder), "--out", str(tmp_path / "single.jsonl"), "--csv", str(single))[0] == 0
     assert (tmp_path / "merged.csv").read_text() == single.read_text()
+
+
+def without_timings(text: str, fmt: str) -> str:
+    """A report with what differs between two gradings of one file blanked: its timings and the
+    isolation's note on the warm pool."""
+    if fmt in ("gradescope", "json"):
+        data = json.loads(text)
+        data.pop("execution_time", None), data.pop("seconds", None), data.get("extra_data", {}).pop("isolation", None), data.pop("isolation", None)
+        for case in data.get("cases", []):
+            case["seconds"] = None
+        return json.dumps(data, sort_keys=True)
+    return re.sub(r" *\d+ms|\d+\.\d+s|isolation: [^\n]*|time=\"[\d.]+\"", "T", text)
+
+
+@pytest.mark.parametrize("fmt", ["text", "gradescope"])
+def test_feedback_files_are_the_single_file_commands_reports_and_resume(tmp_path, fmt):
+    folder = class_folder(tmp_path / "class", ["wrong_answer/causal_mask", "compile_error/syntax_error"])
+    (folder / "notes.txt").write_text("not a submission\n")
+    out, feedback = tmp_path / "results.jsonl", tmp_path / "feedback"
+    options = ["--format", fmt, "--points", "10"]
+    result = run_grader("batch", str(folder), "--out", str(out), "--feedback", str(feedback), *options, env=SECRET)
+    assert result.returncode == 0, result.stdout + result.stderr
+    suffix = {"text": ".txt", "gradescope": ".json"}[fmt]
+    assert sorted(p.name for p in feedback.iterdir()) == [f"causal_mask{suffix}", f"notes{suffix}", f"syntax_error{suffix}"]
+    for name in ("causal_mask", "syntax_error"):
+        single = tmp_path / f"single{suffix}"
+        alone = run_grader(str(folder / f"{name}.py"), *options, "--output", str(single), env=SECRET)
+        assert alone.returncode == 1, alone.stderr
+        assert without_timings((feedback / f"{name}{suffix}").read_text(), fmt) == without_timings(single.read_text(), fmt), name
+    assert "notes.txt is not graded" in (feedback / f"notes{suffix}").read_text()
+
+    # Resumable: a file lost, or a batch first run without --feedback, is written from the results file.
+    before = {p.name: without_timings(p.read_text(), fmt) for p in feedback.iterdir()}  # (a results line keeps ms to 0.1)
+    (feedback / f"causal_mask{suffix}").unlink()
+    status, text = run_in_process(str(folder), "--out", str(out), "--feedback", str(feedback), *options, "--seed", SECRET["MLM_GRADER_SEED"])
+    assert status == 0 and "skipped 3 submissions" in text and "3 of them from earlier runs' results" in text
+    assert {p.name: without_timings(p.read_text(), fmt) for p in feedback.iterdir()} == before
