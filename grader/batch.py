@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from grader import __version__, judge
-from grader.cli import points_value, write_atomically
+from grader.cli import internal_error, points_value, write_atomically
 from grader.formats import FORMATS, SUFFIXES, Options, render
 from grader.formats.gradescope import DEFAULT_HIDDEN_VISIBILITY, VISIBILITIES
 from grader.formats.json import from_json, to_json
@@ -765,5 +765,12 @@ def main(argv: list[str]) -> int:
         except OSError as error:  # e.g. a full disk: the lines written so far are whole and kept
             print(
                 f"grader batch: cannot write {error.filename or args.out}: {error.strerror}; fix that and run the same command again to resume", file=sys.stderr
+            )
+            return EXIT_USAGE
+        except Exception as error:  # noqa: BLE001 - e.g. the reference does not import: the grader's fault, never a traceback
+            print(
+                f"grader batch: {internal_error(error)}. No submission is blamed: the lines written so far are kept; fix the grader's "
+                "installation and run the same command again to resume",
+                file=sys.stderr,
             )
             return EXIT_USAGE
