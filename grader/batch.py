@@ -1,9 +1,10 @@
 """Many submissions: `python -m grader batch PATH... --out results.jsonl`.
 
-Finds the submissions (a file, or a folder of *.py or of */solution.py), keeps a deterministic
-shard of them, skips those already graded in the results file, grades the rest `--jobs` at a time
-(each in its own sandboxed child, exactly as `python -m grader FILE` would) and appends one JSON
-line per submission as soon as it is known. Ctrl-C or SIGTERM stops cleanly: running children
+Finds the submissions (a file, or every entry of a class folder: grader/layout.py; an entry with
+nothing to grade gets a line saying why), keeps a deterministic shard of them, skips those already
+graded in the results file, grades the rest `--jobs` at a time (each in its own sandboxed child,
+exactly as `python -m grader FILE` would) and appends one JSON line per submission as soon as it
+is known; at the end, the gradebook (--csv) and each student's report (--feedback). Ctrl-C or SIGTERM stops cleanly: running children
 are killed, their gradings dropped (a rerun grades them), every finished line stays.
 
 Every submission is graded by Pool.grade_file, the one place that knows how; the batch command
