@@ -214,7 +214,7 @@ def test_gradescope_results_follow_the_specification_and_add_up(name):
     assert [t["number"] for t in tests] == [str(i) for i in range(1, len(tests) + 1)]
     for test, case in zip(tests, report["cases"], strict=True):
         assert test["status"] == ("passed" if case["status"] == "passed" else "failed")
-        assert test["tags"] == [case["family"], case["dtype"]]
+        assert test["tags"] == list(dict.fromkeys([case["family"], case["dtype"]]))  # unique, family first
         assert test["visibility"] == ("visible" if case["visibility"] == "visible" else "after_published")
         if case["status"] != "passed":
             assert test["output"] == case["output"]
@@ -268,6 +268,9 @@ def test_junit_parses_back_with_one_testcase_per_case(name):
         assert found == expected, case["name"]
     if name == "runtime_error":
         assert any(found == ["error"] for found in outcomes) and any(found == [] for found in outcomes)
+    # The diagnosis is about the whole submission: once, as properties of the suite, not in each failure.
+    assert [p.get("value") for p in suite.find("properties") if p.get("name") == "diagnosis"] == report["diagnosis"]
+    assert not [f for f in suite.iter("failure") for sentence in report["diagnosis"] if sentence in (f.text or "")]
 
 
 def test_the_json_format_is_the_json_flag_and_carries_warnings():
