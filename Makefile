@@ -7,10 +7,12 @@ PY := $(VENV)/bin/python
 
 .PHONY: grade test lint bench container-test image gradescope kit
 
-$(VENV)/.runtime-installed: requirements.txt
+$(VENV)/.runtime-installed: requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed"'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	# The console script .venv/bin/mlm-grader, run from any folder; editable: the grader stays in this checkout.
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 
 $(VENV)/.dev-installed: $(VENV)/.runtime-installed requirements-dev.txt

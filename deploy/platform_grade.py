@@ -26,23 +26,14 @@ import sys
 from pathlib import Path
 
 APP = Path(__file__).resolve().parent.parent  # the checkout (or /autograder/source, or /app)
+sys.path.insert(0, str(APP))
+from grader.layout import choose_file  # noqa: E402 - standard library only, as this script; the batch picks a folder's file the same way
+
 SEED_ENV = "MLM_GRADER_SEED"
 TIMEOUT = float(os.environ.get("MLM_GRADER_TIMEOUT", "540"))  # below the platforms' own job limits, so a report is still written
 GRADER_FAULT = (
     "The autograder could not grade this submission; this is not your submission's fault. Course staff can see what went wrong; submit again later or ask them."
 )
-
-
-def choose_file(folder: Path) -> tuple[Path | None, str]:
-    """(the file to grade, "") or (None, what the student must change)."""
-    if (folder / "solution.py").is_file():
-        return folder / "solution.py", ""
-    found = sorted(p.name for p in folder.glob("*.py") if p.is_file()) if folder.is_dir() else []
-    if len(found) == 1:
-        return folder / found[0], ""
-    if not found:
-        return None, "No Python file was submitted: submit your solution as one file named solution.py."
-    return None, f"Several Python files were submitted ({', '.join(found)}): submit exactly one, named solution.py."
 
 
 def unusable(platform: str, student_message: str, staff_details: str, students_fault: bool) -> dict:

@@ -1,9 +1,10 @@
 """Many submissions: `python -m grader batch PATH... --out results.jsonl`.
 
-Finds the submissions (a file, or a folder of *.py or of */solution.py), keeps a deterministic
-shard of them, skips those already graded in the results file, grades the rest `--jobs` at a time
-(each in its own sandboxed child, exactly as `python -m grader FILE` would) and appends one JSON
-line per submission as soon as it is known. Ctrl-C or SIGTERM stops cleanly: running children
+Finds the submissions (a file, or every entry of a class folder: grader/layout.py; an entry with
+nothing to grade gets a line saying why), keeps a deterministic shard of them, skips those already
+graded in the results file, grades the rest `--jobs` at a time (each in its own sandboxed child,
+exactly as `python -m grader FILE` would) and appends one JSON line per submission as soon as it
+is known; at the end, the gradebook (--csv) and each student's report (--feedback). Ctrl-C or SIGTERM stops cleanly: running children
 are killed, their gradings dropped (a rerun grades them), every finished line stays.
 
 Every submission is graded by Pool.grade_file, the one place that knows how; the batch command
@@ -34,21 +35,26 @@ from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from grader import __version__, judge
-from grader.formats.json import to_json
+from grader.cli import internal_error, points_value, write_atomically
+from grader.formats import FORMATS, SUFFIXES, Options, render
+from grader.formats.gradescope import DEFAULT_HIDDEN_VISIBILITY, VISIBILITIES
+from grader.formats.json import from_json, to_json
+from grader.formats.points import DEFAULT_POINTS, Marks, first_line, marks
 from grader.formats.safe import csv_cell, printable
 from grader.isolation import ISOLATION_LEVELS, choose_backend
+from grader.layout import SOLUTION, Entry, read_class_folder
 from grader.pool import PoolError, ServerLost, WarmPool, pool_problem
 from grader.report import hints
-from grader.results import Report, Verdict
+from grader.results import PASSED, CaseResult, Report, Verdict
 from grader.sandbox import Child
 from grader.seeding import SeedRefused, take_seed
-from grader.spec import SPEC_PATH, Spec, load_spec, seed_public_id
+from grader.spec import SPEC_PATH, Scoring, Spec, load_spec, seed_public_id
 
 EXIT_DONE, EXIT_USAGE = 0, 2
 POLL_SECONDS = 0.2  # how often a waiting batch looks for a stop request
-SOLUTION = "solution.py"
 SLOWEST_SHOWN = 5
-KEPT = ("id", "sha256", "grader_version", "spec_sha256", "seed_id", "verdict", "score", "seconds")  # of each line, in memory
+KEPT = ("id", "sha256", "grader_version", "spec_sha256", "seed_id", "verdict", "score", "seconds", "not_graded")  # of each line, in memory
+CSV_COLUMNS = ("id", "verdict", "points", "max_points", "cases_passed", "cases", "message")
 K = TypeVar("K")
 
 
@@ -214,47 +220,62 @@ class Pool:
 # --- which submissions ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Submission:
-    id: str
-    path: Path
+Submission = Entry  # an entry of a class folder, graded or not (grader/layout.py)
 
 
-def _folder_submissions(folder: Path) -> tuple[list[Submission], str]:
-    files = sorted(p for p in folder.glob("*.py") if not p.name.startswith(".") and not p.is_dir())
-    folders = sorted(p.parent for p in folder.glob(f"*/{SOLUTION}") if not p.parent.name.startswith("."))
+def _folder_submissions(folder: Path, outputs: set[Path]) -> tuple[list[Submission], str]:
+    try:
+        entries, skipped = read_class_folder(folder)
+    except OSError as error:
+        raise UsageError(f"cannot read the folder {folder}: {error.strerror or error}") from None
+    outputs_here = [e for e in entries if (folder / e.path.relative_to(folder).parts[0]).resolve() in outputs]
+    entries = [e for e in entries if e not in outputs_here]  # the batch's own results file, gradebook, feedback folder
+    files = [e for e in entries if not e.not_graded and e.path.parent == folder]
+    folders = [e for e in entries if not e.not_graded and e.path.parent != folder]
     if files and folders:
         raise UsageError(
-            f"{folder} mixes two layouts: {len(files)} *.py files (e.g. {files[0].name}) and {len(folders)} folders with a "
-            f"{SOLUTION} (e.g. {folders[0].name}/{SOLUTION}); keep one layout per folder, or pass the files themselves"
+            f"{folder} mixes two layouts: {len(files)} *.py files (e.g. {files[0].path.name}) and {len(folders)} folders with a "
+            f"Python file (e.g. {folders[0].path.relative_to(folder)}); keep one layout per folder, or pass the files themselves"
         )
-    if folders:
-        return [Submission(d.name, d / SOLUTION) for d in folders], f"one folder per submission (*/{SOLUTION}; id = folder name)"
-    if files:
-        return [Submission(p.stem, p) for p in files], "one file per submission (*.py; id = file name without .py)"
-    raise UsageError(f"{folder} holds no submission: neither *.py files nor folders with a {SOLUTION}")
+    if not entries:
+        raise UsageError(f"{folder} holds no submission: neither *.py files nor folders with a {SOLUTION}")
+    layout = (
+        f"one folder per submission (*/{SOLUTION} or the folder's only .py file; id = folder name)"
+        if folders
+        else ("one file per submission (*.py; id = file name without .py)")
+    )
+    not_graded = sum(bool(e.not_graded) for e in entries)
+    if not_graded:
+        layout += f"; {not_graded} not graded (each gets a line saying why)"
+    ignored = [*skipped, *(e.path.name for e in outputs_here)]
+    if ignored:
+        layout += f"; ignored: {printable(', '.join(ignored))}"
+    return entries, layout
 
 
-def discover(paths: list[Path]) -> tuple[list[Submission], list[str]]:
+def discover(paths: list[Path], outputs: Iterable[Path] = ()) -> tuple[list[Submission], list[str]]:
     """Every submission named by `paths`, sorted by id, and a note per folder saying its layout.
-    A file's id is its name without .py, or its folder's name for a solution.py."""
+    A file's id is its name without .py, or its folder's name for a solution.py. Every entry of a
+    folder is a submission, graded or not (grader/layout.py); `outputs` (the batch's own files) are
+    not."""
+    outputs = {path.resolve() for path in outputs}
     found: list[Submission] = []
     notes = []
     for path in paths:
         if path.is_dir():
-            submissions, layout = _folder_submissions(path)
+            submissions, layout = _folder_submissions(path, outputs)
             notes.append(f"{path}: {len(submissions)} submissions, {layout}")
             found += submissions
         elif path.exists():
             found.append(Submission(path.resolve().parent.name if path.name == SOLUTION else path.stem, path))
         else:
             raise UsageError(f"no such file or folder: {path}")
-    by_id: dict[str, Path] = {}
+    by_id: dict[str, Submission] = {}
     for submission in found:
-        if submission.id in by_id and by_id[submission.id] != submission.path:
-            raise UsageError(f"two submissions have the id {submission.id!r}: {by_id[submission.id]} and {submission.path}; ids must be unique")
-        by_id[submission.id] = submission.path
-    return [Submission(i, by_id[i]) for i in sorted(by_id)], notes
+        if submission.id in by_id and by_id[submission.id].path != submission.path:
+            raise UsageError(f"two submissions have the id {submission.id!r}: {by_id[submission.id].path} and {submission.path}; ids must be unique")
+        by_id[submission.id] = submission
+    return [by_id[i] for i in sorted(by_id)], notes
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -318,8 +339,7 @@ class ResultsFile:
             self.notes.append(f"ignored {unreadable} lines of {self.path} that are not results of this grader")
 
     def _remember(self, line: dict[str, Any]) -> None:
-        """Only what resuming and the summary need: memory stays small for a large class."""
-        self.latest[line["id"]] = {key: line.get(key) for key in KEPT}
+        self.latest[line["id"]] = kept(line)
 
     def append(self, line: dict[str, Any]) -> None:
         data = (json.dumps(line, allow_nan=False, default=str, separators=(",", ":")) + "\n").encode()
@@ -338,33 +358,97 @@ class ResultsFile:
         os.close(self.fd)
 
 
+def kept(line: dict[str, Any]) -> dict[str, Any]:
+    """Only what resuming, the summary and the gradebook need: memory stays small for a large class.
+    Of the message its first line; of each case what its points depend on. Idempotent."""
+    small = {key: line.get(key) for key in KEPT}
+    small["message"] = first_line(str(line.get("message") or ""))
+    cases = line.get("cases") or []
+    small["cases"] = [
+        case if isinstance(case, list) else [str(case.get("family")), str(case.get("status")), case.get("seconds") is None]
+        for case in cases
+        if isinstance(case, dict | list)
+    ]
+    return small
+
+
 def result_line(submission: Submission, sha256: str | None, spec_sha256: str, report: Report) -> dict[str, Any]:
     """The --json --staff object of the report (a results file is for staff: `staff_only` holds what
-    the candidate's report withholds), with what identifies the submission and the grading."""
+    the candidate's report withholds), with what identifies the submission and the grading. An
+    entry that is not graded also has `not_graded`: why."""
     key = {"id": submission.id, "sha256": sha256, "grader_version": __version__, "spec_sha256": spec_sha256, "seed_id": report.seed_id}
-    return key | to_json(report, staff=True)
+    line = key | to_json(report, staff=True)
+    if submission.not_graded:
+        line["not_graded"] = submission.not_graded
+    return line
 
 
-def is_current(line: dict[str, Any] | None, sha256: str | None, seed_id: str, spec_sha256: str) -> bool:
-    """Whether a line already grades this very file with this seed, spec and grader version."""
-    if line is None or sha256 is None or line.get("verdict") == Verdict.GRADER_ERROR:
+def not_graded_report(submission: Submission, seed_id: str) -> Report:
+    """The report of an entry that holds nothing to grade: invalid_submission, saying why."""
+    return Report(Verdict.INVALID_SUBMISSION, submission.not_graded, str(submission.path), seed_id, "none (not graded: no child was started)")
+
+
+def is_current(line: dict[str, Any] | None, sha256: str | None, seed_id: str, spec_sha256: str, not_graded: str = "") -> bool:
+    """Whether a line already grades this very file (or says why this entry is not graded, in the
+    same words) with this seed, spec and grader version."""
+    if line is None or line.get("verdict") == Verdict.GRADER_ERROR:
         return False  # a grader fault is retried
-    return (line.get("sha256"), line.get("seed_id"), line.get("grader_version"), line.get("spec_sha256")) == (
-        sha256,
-        seed_id,
-        __version__,
-        spec_sha256,
-    )
+    if not_graded:
+        same_entry = line.get("not_graded") == not_graded
+    else:
+        same_entry = sha256 is not None and line.get("sha256") == sha256 and not line.get("not_graded")
+    return same_entry and (line.get("seed_id"), line.get("grader_version"), line.get("spec_sha256")) == (seed_id, __version__, spec_sha256)
 
 
-def write_csv(path: Path, rows: list[tuple[str, str, float]]) -> None:
-    """id,verdict,score for a gradebook, replaced whole (never half written). An id is a file's name,
-    which a student may choose: no cell is a formula to a spreadsheet or holds a control character
-    (grader/formats/safe.py)."""
+@dataclass(frozen=True)
+class Counting:
+    """How the course counts: the spec's [scoring] and --points, through the very function the
+    gradescope and prairielearn formats use (grader/formats/points.py: marks)."""
+
+    scoring: Scoring
+    points: float = DEFAULT_POINTS
+
+    def marks(self, line: dict[str, Any]) -> Marks | None:
+        """The points of a kept line (see kept()); None for a grader_error, whose points are not known."""
+        if line["verdict"] == Verdict.GRADER_ERROR:
+            return None
+        cases = [CaseResult("", family, "", False, "", status=status, seconds=None if unrun else 0.0) for family, status, unrun in kept(line)["cases"]]
+        return marks(Report(Verdict(line["verdict"]), "", "", "", "", cases=cases), self.scoring, self.points)
+
+    @property
+    def maximum(self) -> float:
+        return round(self.points * 100) / 100
+
+
+def shown_points(value: float) -> str:
+    """Points as a gradebook shows them: hundredths, without trailing zeros (100, 12.5, 0.33)."""
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def csv_row(submission_id: str, line: dict[str, Any], counting: Counting) -> list[str]:
+    result = counting.marks(line)
+    cases = kept(line)["cases"]
+    points = "" if result is None else shown_points(result.total)  # a grader fault has no points yet: rerun
+    passed = sum(status == PASSED for _, status, _ in cases)
+    return [
+        csv_cell(submission_id),
+        csv_cell(line["verdict"]),
+        points,
+        shown_points(counting.maximum),
+        str(passed),
+        str(len(cases)),
+        csv_cell(kept(line)["message"]),
+    ]
+
+
+def write_csv(path: Path, done: dict[str, dict[str, Any]], counting: Counting) -> None:
+    """The gradebook (CSV_COLUMNS), replaced whole (never half written). An id is a file's name,
+    and a message may quote the submission: no cell is a formula to a spreadsheet or holds a
+    control character (grader/formats/safe.py)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["id", "verdict", "score"])
-    writer.writerows((csv_cell(submission_id), csv_cell(verdict), score) for submission_id, verdict, score in rows)
+    writer.writerow(CSV_COLUMNS)
+    writer.writerows(csv_row(submission_id, line, counting) for submission_id, line in done.items())
     partial = path.with_name(path.name + ".partial")
     partial.write_text(buffer.getvalue(), encoding="utf-8")
     partial.replace(path)
@@ -376,8 +460,8 @@ def write_csv(path: Path, rows: list[tuple[str, str, float]]) -> None:
 class Progress:
     """A bar on a terminal (tqdm: elapsed, rate, ETA, verdicts so far); elsewhere one line per submission."""
 
-    def __init__(self, total: int, out: TextIO) -> None:
-        self.total, self.out, self.done = total, out, 0
+    def __init__(self, total: int, out: TextIO, counting: Counting) -> None:
+        self.total, self.out, self.done, self.counting = total, out, 0, counting
         self.verdicts: Counter[str] = Counter()
         self.bar = None
         if total and sys.stderr.isatty():
@@ -393,30 +477,40 @@ class Progress:
             self.bar.update()
         else:
             shown = printable(submission_id)  # a file's name: no terminal control sequence, no lone surrogate
-            print(f"[{self.done}/{self.total}] {shown}: {line['verdict']}, score {line['score']:.2f}, {line['seconds']:.1f}s", file=self.out, flush=True)
+            result = self.counting.marks(line)
+            points = "points not known" if result is None else f"{shown_points(result.total)} of {shown_points(result.maximum)} points"
+            print(f"[{self.done}/{self.total}] {shown}: {line['verdict']}, {points}, {line['seconds']:.1f}s", file=self.out, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
 
 
-def summary(lines: list[dict[str, Any]]) -> str:
-    """Count per verdict, score distribution, the slowest submissions."""
+def summary(lines: dict[str, dict[str, Any]], counting: Counting) -> str:
+    """Count per verdict, the entries not graded and why, points and their distribution, the slowest submissions."""
     if not lines:
         return "no submission graded"
-    verdicts = Counter(line["verdict"] for line in lines)
-    scores = [float(line["score"]) for line in lines]
-    buckets = Counter("0" if s == 0 else "1" if s == 1 else f"[{int(s * 4) / 4:.2f}, {int(s * 4) / 4 + 0.25:.2f})" for s in scores)
-    order = ["0", "[0.00, 0.25)", "[0.25, 0.50)", "[0.50, 0.75)", "[0.75, 1.00)", "1"]
-    slowest = sorted(lines, key=lambda line: -float(line.get("seconds") or 0))[:SLOWEST_SHOWN]
-    return "\n".join(
-        [
-            f"{len(lines)} submissions: " + ", ".join(f"{v} {n}" for v, n in verdicts.most_common()),
-            f"scores: mean {statistics.fmean(scores):.2f}, median {statistics.median(scores):.2f}; "
-            + ", ".join(f"{b}: {buckets[b]}" for b in order if buckets[b]),
-            "slowest: " + ", ".join(f"{printable(line['id'])} {float(line.get('seconds') or 0):.1f}s ({line['verdict']})" for line in slowest),
-        ]
-    )
+    verdicts = Counter(line["verdict"] for line in lines.values())
+    parts = [f"{len(lines)} submissions: " + ", ".join(f"{v} {n}" for v, n in verdicts.most_common())]
+    not_graded = {i: line["not_graded"] for i, line in lines.items() if line.get("not_graded")}
+    if not_graded:
+        parts.append(f"not graded: {len(not_graded)} (each has a line in the results, a row in the gradebook: 0 points)")
+        parts += [f"  {printable(i)}: {printable(why)}" for i, why in not_graded.items()]
+    points = [result.total for result in map(counting.marks, lines.values()) if result is not None]
+    if points:
+        top = counting.maximum
+        quarters = [f"[{shown_points(top * q / 4)}, {shown_points(top * (q + 1) / 4)})" for q in range(4)]
+        buckets = Counter("0" if p == 0 else shown_points(top) if p >= top else quarters[min(3, int(p / top * 4))] for p in points)
+        order = ["0", *quarters, shown_points(top)]
+        parts.append(
+            f"points (of {shown_points(top)}, scoring {counting.scoring.mode}): mean {shown_points(statistics.fmean(points))}, "
+            f"median {shown_points(statistics.median(points))}; " + ", ".join(f"{b}: {buckets[b]}" for b in order if buckets[b])
+        )
+    graded = [line for line in lines.values() if not line.get("not_graded")]
+    slowest = sorted(graded, key=lambda line: -float(line.get("seconds") or 0))[:SLOWEST_SHOWN]
+    if slowest:
+        parts.append("slowest: " + ", ".join(f"{printable(line['id'])} {float(line.get('seconds') or 0):.1f}s ({line['verdict']})" for line in slowest))
+    return "\n".join(parts)
 
 
 # --- the command ------------------------------------------------------------------------------------
@@ -434,10 +528,37 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         type=Path,
         nargs="+",
         metavar="PATH",
-        help="a submission file, or a folder holding either *.py files (id = file name) or */solution.py (id = folder name)",
+        help="a submission file, or a class folder: every entry of it is a submission, graded or reported as not graded: "
+        "ID.py files (id = file name), or folders (id = folder name) graded through their solution.py, else their only .py file",
     )
     parser.add_argument("--out", type=Path, required=True, help="the JSON-lines results file; a rerun with the same file skips what it already holds")
-    parser.add_argument("--csv", type=Path, metavar="FILE", help="also write id,verdict,score of every submission of the batch to FILE")
+    parser.add_argument(
+        "--csv",
+        type=Path,
+        metavar="FILE",
+        help=f"also write the gradebook to FILE: {', '.join(CSV_COLUMNS)} of every submission of the batch (points as --format gradescope counts them)",
+    )
+    parser.add_argument(
+        "--points",
+        type=points_value,
+        default=DEFAULT_POINTS,
+        metavar="P",
+        help=f"the points of a submission, shared among the cases by the spec's [scoring] table, for the gradebook, the summary and "
+        f"the feedback (default {DEFAULT_POINTS:g})",
+    )
+    parser.add_argument(
+        "--feedback",
+        type=Path,
+        metavar="DIR",
+        help="also write each submission's report to DIR/<id>.<ext>, the very file `python -m grader FILE --format F --output` "
+        "writes for it (the candidate's view; a rerun writes only those missing or graded again)",
+    )
+    parser.add_argument("--format", choices=FORMATS, default="text", help="the format of the --feedback files (default text)")
+    parser.add_argument(
+        "--hidden-visibility", choices=VISIBILITIES, default=DEFAULT_HIDDEN_VISIBILITY, help="--feedback, gradescope: as for `python -m grader`"
+    )
+    parser.add_argument("--gradable-compile-errors", action="store_true", help="--feedback, prairielearn: as for `python -m grader`")
+    parser.add_argument("--verbose", action="store_true", help="--feedback, text: show the message of every failing case")
     parser.add_argument("--jobs", type=int, default=default_jobs(), help="submissions graded at the same time (default: the number of CPU cores)")
     parser.add_argument(
         "--shard",
@@ -462,6 +583,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
+    if args.feedback is None and (args.format != "text" or args.verbose or args.gradable_compile_errors or args.hidden_visibility != DEFAULT_HIDDEN_VISIBILITY):
+        parser.error("--format, --hidden-visibility, --gradable-compile-errors and --verbose are for the --feedback files: give --feedback DIR too")
     return args
 
 
@@ -487,20 +610,58 @@ class _Stop:
             signal.signal(s, handler)
 
 
+class Feedback:
+    """DIR/<id>.<ext>: each submission's report, the file `python -m grader FILE --format F --output`
+    writes for it (the same render, the same trailing newline, written whole)."""
+
+    def __init__(self, folder: Path, fmt: str, spec: Spec, options: Options) -> None:
+        try:
+            folder.mkdir(exist_ok=True)
+        except OSError as error:
+            raise UsageError(f"cannot make the --feedback folder {folder}: {error.strerror or error}") from None
+        self.folder, self.fmt, self.spec, self.options = folder, fmt, spec, options
+        self.written: set[str] = set()
+
+    def write(self, submission_id: str, report: Report) -> None:
+        write_atomically(self.folder / f"{submission_id}{SUFFIXES[self.fmt]}", render(report, self.fmt, self.spec, self.options) + "\n")
+        self.written.add(submission_id)
+
+    def complete(self, results: Path, done: dict[str, dict[str, Any]]) -> int:
+        """Write the file of every submission of `done` not written by this run, from its line in
+        the results file (graded by an earlier run, perhaps without --feedback); how many."""
+        wanted = set(done) - self.written
+        lines: dict[str, dict[str, Any]] = {}
+        if wanted:
+            with open(results, encoding="utf-8", errors="surrogateescape") as f:
+                for raw in f:
+                    try:
+                        line = json.loads(raw)
+                    except ValueError:
+                        continue  # ResultsFile said so when it opened the file
+                    if isinstance(line, dict) and line.get("id") in wanted:
+                        lines[line["id"]] = line
+        for submission_id, line in sorted(lines.items()):
+            self.write(submission_id, from_json(line))
+        return len(lines)
+
+
 def run(args: argparse.Namespace, stop: _Stop, out: TextIO) -> int:
     try:
         spec_bytes = args.spec.read_bytes()
         spec = load_spec(args.spec.resolve())
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise UsageError(f"cannot use the spec file {args.spec}: {error}") from None
+    counting = Counting(spec.scoring, args.points)
     shard = parse_shard(args.shard) if args.shard else None
-    if args.csv and not args.csv.resolve().parent.is_dir():
-        raise UsageError(f"--csv {args.csv}: no such folder {args.csv.parent}")
-    submissions, notes = discover(args.paths)
+    for target, option in ((args.csv, "--csv"), (args.feedback, "--feedback")):
+        if target is not None and not target.resolve().parent.is_dir():
+            raise UsageError(f"{option} {target}: no such folder {target.parent}")
+    outputs = [path for path in (args.out, args.csv, args.feedback) if path is not None]
+    submissions, notes = discover(args.paths, outputs)
     if shard:
-        kept = [s for s in submissions if in_shard(s.id, *shard)]
-        notes.append(f"shard {shard[0]}/{shard[1]}: {len(kept)} of {len(submissions)} submissions")
-        submissions = kept
+        kept_ = [s for s in submissions if in_shard(s.id, *shard)]
+        notes.append(f"shard {shard[0]}/{shard[1]}: {len(kept_)} of {len(submissions)} submissions")
+        submissions = kept_
     refuse_default = None if args.allow_default_seed else "a batch grades for real"
     try:
         seeding = take_seed(spec, args.seed, args.isolation, program="grader batch", refuse_default=refuse_default)
@@ -508,14 +669,28 @@ def run(args: argparse.Namespace, stop: _Stop, out: TextIO) -> int:
         raise UsageError(str(error)) from None
     backend, seed = seeding.backend, seeding.seed
     seed_id, spec_sha256 = seed_public_id(seed), hashlib.sha256(spec_bytes).hexdigest()
+    options = Options(points=args.points, hidden_visibility=args.hidden_visibility, gradable_compile_errors=args.gradable_compile_errors, verbose=args.verbose)
+    feedback = Feedback(args.feedback, args.format, spec, options) if args.feedback else None
     results = ResultsFile(args.out)
     try:
         for note in notes + results.notes:
             print(note, file=out)
-        hashes = {s.id: file_sha256(s.path) for s in submissions}
-        todo = [s for s in submissions if not is_current(results.latest.get(s.id), hashes[s.id], seed_id, spec_sha256)]
+        hashes = {s.id: None if s.not_graded else file_sha256(s.path) for s in submissions}
+
+        def current(s: Submission) -> bool:
+            return is_current(results.latest.get(s.id), hashes[s.id], seed_id, spec_sha256, s.not_graded)
+
+        todo = [s for s in submissions if not current(s)]
         if len(todo) < len(submissions):
             print(f"skipped {len(submissions) - len(todo)} submissions already graded in {args.out} (same file, seed, spec and grader version)", file=out)
+        # An entry with nothing to grade gets its line at once: no child, nothing to wait for.
+        for submission in [s for s in todo if s.not_graded]:
+            report = not_graded_report(submission, seed_id)
+            report.warnings = list(seeding.warnings)
+            results.append(result_line(submission, None, spec_sha256, report))
+            if feedback:
+                feedback.write(submission.id, report)
+        todo = [s for s in todo if not s.not_graded]
         jobs = 1 if backend == "uid" else min(args.jobs, max(1, len(todo)))
         if backend == "uid" and args.jobs > 1:
             print("uid isolation: grading one submission at a time (the runner user's processes are ended after each)", file=out)
@@ -529,11 +704,13 @@ def run(args: argparse.Namespace, stop: _Stop, out: TextIO) -> int:
             progress = None
             try:
                 pool = Pool(spec, seed, jobs=jobs, backend=backend)
-                progress = Progress(len(todo), out)
+                progress = Progress(len(todo), out, counting)
                 with closing(pool.map(((s, s.path) for s in todo), stop.event, warm=warm)) as reports:
                     for submission, report in reports:
                         line = result_line(submission, hashes[submission.id], spec_sha256, report)
                         results.append(line)
+                        if feedback:
+                            feedback.write(submission.id, report)
                         progress.update(submission.id, line)
             finally:
                 if progress:
@@ -546,8 +723,9 @@ def run(args: argparse.Namespace, stop: _Stop, out: TextIO) -> int:
         results.close()
 
     # The last line of each id counts; a grader_error line counts too, until a rerun retries it.
-    final = {s.id: results.latest[s.id] for s in submissions if s.id in results.latest}
-    done = {i: line for i, line in final.items() if line["verdict"] == Verdict.GRADER_ERROR or is_current(line, hashes[i], seed_id, spec_sha256)}
+    done = {
+        s.id: results.latest[s.id] for s in submissions if s.id in results.latest and (results.latest[s.id]["verdict"] == Verdict.GRADER_ERROR or current(s))
+    }
     if stop.signum is not None and len(done) < len(submissions):
         print(
             f"stopped by {signal.Signals(stop.signum).name}: {len(done)} of {len(submissions)} submissions are graded in {args.out}; "
@@ -555,18 +733,21 @@ def run(args: argparse.Namespace, stop: _Stop, out: TextIO) -> int:
             file=out,
         )
         return 128 + stop.signum
+    if feedback:
+        earlier = feedback.complete(args.out, done)
+        print(f"feedback: {len(done)} files in {args.feedback} ({args.format}; {earlier} of them from earlier runs' results)", file=out)
     where = f"{len(todo)} graded in {time.monotonic() - started:.1f}s ({jobs} at a time); results: {args.out}"
-    return conclude(done, where, args.csv, out)
+    return conclude(done, where, args.csv, out, counting)
 
 
-def conclude(done: dict[str, dict[str, Any]], where: str, csv_path: Path | None, out: TextIO, retry: str = "rerun to retry them") -> int:
+def conclude(done: dict[str, dict[str, Any]], where: str, csv_path: Path | None, out: TextIO, counting: Counting, retry: str = "rerun to retry them") -> int:
     """The end of a batch (and of a merge): the summary, `where` (what was done, where the results
     are), the gradebook, and the exit status: EXIT_USAGE when a submission ended in grader_error."""
-    print(f"\n{summary(list(done.values()))}", file=out)
+    print(f"\n{summary(done, counting)}", file=out)
     print(where, file=out)
     if csv_path:
-        write_csv(csv_path, [(i, line["verdict"], line["score"]) for i, line in done.items()])
-        print(f"gradebook: {csv_path}", file=out)
+        write_csv(csv_path, done, counting)
+        print(f"gradebook: {csv_path} ({', '.join(CSV_COLUMNS)})", file=out)
     errors = [i for i, line in done.items() if line["verdict"] == Verdict.GRADER_ERROR]
     if errors:
         print(f"grader_error for {len(errors)} submissions ({printable(', '.join(errors))}): a fault of the grader; {retry}", file=out)
@@ -585,5 +766,12 @@ def main(argv: list[str]) -> int:
         except OSError as error:  # e.g. a full disk: the lines written so far are whole and kept
             print(
                 f"grader batch: cannot write {error.filename or args.out}: {error.strerror}; fix that and run the same command again to resume", file=sys.stderr
+            )
+            return EXIT_USAGE
+        except Exception as error:  # noqa: BLE001 - e.g. the reference does not import: the grader's fault, never a traceback
+            print(
+                f"grader batch: {internal_error(error)}. No submission is blamed: the lines written so far are kept; fix the grader's "
+                "installation and run the same command again to resume",
+                file=sys.stderr,
             )
             return EXIT_USAGE

@@ -9,6 +9,7 @@ not a result of the grader. Then the batch's own summary, and its exit status.
 """
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -16,8 +17,11 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from grader.batch import EXIT_USAGE, UsageError, conclude
+from grader.batch import CSV_COLUMNS, EXIT_USAGE, Counting, UsageError, conclude, kept
+from grader.cli import points_value
+from grader.formats.points import DEFAULT_POINTS
 from grader.results import Verdict
+from grader.spec import SPEC_PATH, load_spec
 
 # What must agree across the shards of one batch, with what to say when it does not.
 SAME = {"seed_id": "seeds", "grader_version": "grader versions", "spec_sha256": "spec files"}
@@ -34,7 +38,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("shards", type=Path, nargs="+", metavar="SHARD.jsonl", help="the results file of each shard")
     parser.add_argument("--out", type=Path, required=True, help="the merged JSON-lines file (replaced whole if it exists)")
-    parser.add_argument("--csv", type=Path, metavar="FILE", help="also write id,verdict,score of every submission to FILE")
+    parser.add_argument("--csv", type=Path, metavar="FILE", help=f"also write the gradebook to FILE: {', '.join(CSV_COLUMNS)} of every submission")
+    parser.add_argument(
+        "--points", type=points_value, default=DEFAULT_POINTS, metavar="P", help=f"the points of a submission, as for batch (default {DEFAULT_POINTS:g})"
+    )
+    parser.add_argument(
+        "--spec", type=Path, default=SPEC_PATH, help="the spec the shards were graded with, whose [scoring] counts the points (default: problem/spec.toml)"
+    )
     return parser.parse_args(argv)
 
 
@@ -73,7 +83,7 @@ def read_shard(path: Path) -> dict[str, tuple[str, dict[str, Any], int]]:
     return latest
 
 
-def merge(shards: list[Path], out: Path, csv_path: Path | None, log: TextIO) -> int:
+def merge(shards: list[Path], out: Path, csv_path: Path | None, log: TextIO, spec_path: Path = SPEC_PATH, points: float = DEFAULT_POINTS) -> int:
     seen: set[Path] = set()
     for path in shards:
         if path.resolve() in seen:
@@ -84,6 +94,12 @@ def merge(shards: list[Path], out: Path, csv_path: Path | None, log: TextIO) -> 
     for target, option in ((out, "--out"), (csv_path, "--csv")):
         if target is not None and not target.resolve().parent.is_dir():
             raise UsageError(f"{option} {target}: no such folder {target.parent}")
+
+    try:
+        spec_sha256 = hashlib.sha256(spec_path.read_bytes()).hexdigest()
+        counting = Counting(load_spec(spec_path.resolve()).scoring, points)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise UsageError(f"cannot use the spec file {spec_path}: {error}") from None
 
     merged: dict[str, tuple[str, dict[str, Any], str]] = {}  # id -> (line as written, result, file:line)
     first: tuple[dict[str, Any], str] | None = None  # a result to compare every other with, and where it is
@@ -107,6 +123,11 @@ def merge(shards: list[Path], out: Path, csv_path: Path | None, log: TextIO) -> 
                     )
             merged[submission_id] = (raw, line, where)
 
+    if first is not None and first[0]["spec_sha256"] != spec_sha256:
+        raise UsageError(
+            f"the shards were graded with another spec file than {spec_path} ({first[1]} has spec_sha256 {first[0]['spec_sha256']}); "
+            "pass the one they were graded with as --spec, so that the points are counted by its [scoring]"
+        )
     ordered = sorted(merged)
     temporary = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
@@ -114,15 +135,15 @@ def merge(shards: list[Path], out: Path, csv_path: Path | None, log: TextIO) -> 
         os.replace(temporary, out)
     finally:
         temporary.unlink(missing_ok=True)
-    done = {i: merged[i][1] for i in ordered}
+    done = {i: kept(merged[i][1]) for i in ordered}
     where = f"merged {len(shards)} shard files: {len(done)} submissions in {out}"
-    return conclude(done, where, csv_path, log, retry="rerun the batch of their shard to retry them, then merge again")
+    return conclude(done, where, csv_path, log, counting, retry="rerun the batch of their shard to retry them, then merge again")
 
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     try:
-        return merge(args.shards, args.out, args.csv, sys.stdout)
+        return merge(args.shards, args.out, args.csv, sys.stdout, args.spec, args.points)
     except UsageError as error:
         print(f"grader merge: {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -18,6 +19,7 @@ import pytest
 
 from grader import batch, judge
 from grader.pool import pool_problem
+from grader.spec import Scoring
 from tests.grading import ROOT, SUBMISSIONS, grade_json, run_grader
 
 SECRET = {"MLM_GRADER_SEED": "a-class-secret"}  # a batch refuses the fixed local seed unless told otherwise
@@ -85,7 +87,21 @@ def test_batch_gives_the_verdicts_of_the_single_file_command(tmp_path):
         assert all("warm pool" in line["isolation"] for line in lines if line["cases"])  # (a file refused before any case has no child)
         assert not any("warm pool" in alone["isolation"] for alone in single.values())
     with open(gradebook) as f:
-        assert list(csv.reader(f)) == [["id", "verdict", "score"]] + sorted([line["id"], line["verdict"], str(line["score"])] for line in lines)
+        rows = list(csv.reader(f))
+    assert rows[0] == ["id", "verdict", "points", "max_points", "cases_passed", "cases", "message"]
+    passed = {line["id"]: str(sum(c["status"] == "passed" for c in line["cases"])) for line in lines}
+    assert sorted(rows[1:]) == sorted(
+        [
+            line["id"],
+            line["verdict"],
+            "100" if line["verdict"] == "accepted" else "0",
+            "100",
+            passed[line["id"]],
+            str(len(line["cases"])),
+            line["message"].splitlines()[0],
+        ]
+        for line in lines
+    )
 
 
 def leftovers(token: str) -> list[str]:
@@ -132,7 +148,7 @@ def test_a_batch_stopped_with_ctrl_c_resumes_where_it_stopped(tmp_path):
     assert result.returncode == 0 and f"skipped {len(names) - 1} submissions" in result.stdout
     last = [line for line in lines_of(out) if line["id"] == changed.stem]
     assert [line["verdict"] for line in last] == ["runtime_error", "compile_error"]
-    assert f"{changed.stem},compile_error,0.0" in (tmp_path / "grades.csv").read_text()
+    assert f"{changed.stem},compile_error,0,100,0,0," in (tmp_path / "grades.csv").read_text()
 
 
 def test_sigterm_ends_a_hanging_grading_at_once_and_leaves_nothing(tmp_path):
@@ -177,7 +193,8 @@ def test_layouts(tmp_path):
     files = syntax_errors(tmp_path / "files", 3)
     (files / "notes.txt").write_text("not a submission")
     found, notes = batch.discover([files])
-    assert [s.id for s in found] == ["student00", "student01", "student02"] and "one file per submission" in notes[0]
+    assert [s.id for s in found] == ["notes", "student00", "student01", "student02"] and "one file per submission" in notes[0]
+    assert [bool(s.not_graded) for s in found] == [True, False, False, False] and "1 not graded" in notes[0]
 
     folders = tmp_path / "folders"
     for name in ("bob", "alice"):
@@ -273,9 +290,13 @@ def test_the_gradebook_never_holds_a_formula_or_a_raw_control_character(tmp_path
     # OWASP's advice on CSV injection: a cell a spreadsheet would read as a formula starts with a quote.
     ids = [*FORMULAS, "plain", "nasty\x1b[2K\ud800"]
     path = tmp_path / "grades.csv"
-    batch.write_csv(path, [(i, "accepted", 1.0) for i in ids])
-    cells = [row[0] for row in csv.reader(io.StringIO(path.read_text(encoding="utf-8")))][1:]
-    assert cells == ["'" + i for i in FORMULAS[:5]] + ["'\\x0dreturn", "plain", "nasty\\x1b[2K\ufffd"]
+    done = {i: {"id": i, "verdict": "runtime_error", "message": i, "cases": []} for i in ids}
+    batch.write_csv(path, done, batch.Counting(Scoring()))
+    rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"))))[1:]
+    expected = ["'" + i for i in FORMULAS[:5]] + ["'\\x0dreturn", "plain", "nasty\\x1b[2K\ufffd"]
+    assert [row[0] for row in rows] == expected
+    # The message (its first line, stripped) may quote the submission: never a formula either.
+    assert [row[-1] for row in rows] == expected[:4] + ["indented", "return", "plain", "nasty\\x1b[2K\ufffd"]
 
 
 def test_ids_a_file_name_chooses_are_inert_in_the_batchs_output_and_gradebook(tmp_path):
@@ -311,3 +332,135 @@ def test_a_results_line_is_for_staff_and_holds_what_the_candidates_report_withho
     assert all("ValueError: LEAK [" in message for message in line["staff_only"]["cases"].values())
     assert "[... what the submission printed once the hidden cases began is not shown]" in line["stdout"]
     assert f"PRINTED call {len(line['cases'])} LEAK" in line["staff_only"]["stdout"]
+
+
+# --- A class folder as an LMS hands it over: every entry accounted for -------------------------------
+
+SYNTAX_ERROR = "def mlm_forward_tied(:\n"  # graded without starting a child: fast
+
+
+def lms_download(folder: Path) -> dict[str, str]:
+    """A folder per student with every odd entry an LMS download holds; id -> what its row must say."""
+    entries = {
+        "alice/solution.py": SYNTAX_ERROR,
+        "carol/mlm.py": SYNTAX_ERROR,  # the only .py file, under another name: graded
+        "dave/a.py": SYNTAX_ERROR,
+        "dave/b.py": SYNTAX_ERROR,
+        "erin/README.txt": "no Python here\n",
+        "frank/Solution.PY": SYNTAX_ERROR,
+        "gina/.hidden.py": SYNTAX_ERROR,  # nothing but a hidden file: an empty submission
+        "index.html": "<p>the LMS's index</p>\n",
+        ".DS_Store": "",
+        "__MACOSX/alice/._solution.py": "",
+    }
+    for name, text in entries.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return {
+        "alice": "compile_error",
+        "carol": "compile_error",
+        "dave": "Several Python files were submitted (a.py, b.py)",
+        "erin": "No Python file was submitted (found: README.txt)",
+        "frank": "rename Solution.PY to solution.py",
+        "gina": "the submission is empty",
+        "index": "index.html is not graded: it is not a Python file",
+    }
+
+
+def test_every_entry_of_an_lms_download_is_graded_or_says_why_not(tmp_path):
+    folder = tmp_path / "class"
+    expected = lms_download(folder)
+    out, gradebook = tmp_path / "results.jsonl", tmp_path / "grades.csv"
+    status, text = run_in_process(str(folder), "--out", str(out), "--csv", str(gradebook), "--points", "10")
+    assert status == 0, text
+    rows = {row["id"]: row for row in csv.DictReader(io.StringIO(gradebook.read_text()))}
+    assert sorted(rows) == sorted(expected)  # one row per student, none dropped
+    for student, says in expected.items():
+        row = rows[student]
+        if says == "compile_error":
+            assert row["verdict"] == "compile_error", row
+        else:
+            assert row["verdict"] == "invalid_submission" and says in row["message"], row
+        assert (row["points"], row["max_points"]) == ("0", "10")
+    assert "7 submissions:" in text and "not graded: 5" in text and "ignored: .DS_Store, __MACOSX" in text
+    assert all(f"  {student}: " in text for student, says in expected.items() if says != "compile_error")
+    graded = {line["id"]: line for line in lines_of(out)}
+    assert graded["carol"]["submission"] == str(folder / "carol" / "mlm.py") and "not_graded" not in graded["carol"]
+    assert "Several Python files" in graded["dave"]["not_graded"] and graded["dave"]["cases"] == []
+
+    # A rerun writes nothing twice; a student who fixes the folder is graded on the next run.
+    status, text = run_in_process(str(folder), "--out", str(out), "--csv", str(gradebook), "--points", "10")
+    assert status == 0 and "skipped 7 submissions" in text and len(lines_of(out)) == 7
+    (folder / "dave" / "b.py").unlink()
+    status, text = run_in_process(str(folder), "--out", str(out))
+    assert status == 0 and "skipped 6 submissions" in text and lines_of(out)[-1]["id"] == "dave" and lines_of(out)[-1]["verdict"] == "compile_error"
+
+
+def test_a_flat_folder_reports_other_extensions_and_ignores_the_batchs_own_files(tmp_path):
+    folder = syntax_errors(tmp_path / "class", 2)
+    (folder / "bob.PY").write_text(SYNTAX_ERROR)
+    (folder / "carol.py.txt").write_text(SYNTAX_ERROR)
+    (folder / "student00.zip").write_text("")  # its id is taken: the whole name stands for it
+    out, gradebook, feedback = folder / "results.jsonl", folder / "grades.csv", folder / "feedback"  # run from the class folder
+    for _ in range(2):
+        status, text = run_in_process(str(folder), "--out", str(out), "--csv", str(gradebook), "--feedback", str(feedback))
+        assert status == 0, text
+    assert "ignored: feedback, grades.csv, results.jsonl" in text
+    rows = {row["id"]: row for row in csv.DictReader(io.StringIO(gradebook.read_text()))}
+    assert sorted(rows) == ["bob", "carol", "student00", "student00.zip", "student01"]
+    assert "its name ends in .PY, not .py; rename it bob.py" in rows["bob"]["message"]
+    assert "carol.py.txt is not graded: it is not a Python file" in rows["carol"]["message"]
+
+
+def test_a_merge_counts_entries_not_graded_as_the_batch_does(tmp_path):
+    from grader import merge
+
+    folder = tmp_path / "class"
+    lms_download(folder)
+    files = []
+    for index in range(2):
+        files.append(tmp_path / f"shard-{index}.jsonl")
+        assert run_in_process(str(folder), "--shard", f"{index}/2", "--out", str(files[-1]))[0] == 0
+    log = io.StringIO()
+    assert merge.merge(files, tmp_path / "merged.jsonl", tmp_path / "merged.csv", log) == 0
+    assert "not graded: 5" in log.getvalue()
+    single = tmp_path / "single.csv"
+    assert run_in_process(str(folder), "--out", str(tmp_path / "single.jsonl"), "--csv", str(single))[0] == 0
+    assert (tmp_path / "merged.csv").read_text() == single.read_text()
+
+
+def without_timings(text: str, fmt: str) -> str:
+    """A report with what differs between two gradings of one file blanked: its timings and the
+    isolation's note on the warm pool."""
+    if fmt in ("gradescope", "json"):
+        data = json.loads(text)
+        data.pop("execution_time", None), data.pop("seconds", None), data.get("extra_data", {}).pop("isolation", None), data.pop("isolation", None)
+        for case in data.get("cases", []):
+            case["seconds"] = None
+        return json.dumps(data, sort_keys=True)
+    return re.sub(r" *\d+ms|\d+\.\d+s|isolation: [^\n]*|time=\"[\d.]+\"", "T", text)
+
+
+@pytest.mark.parametrize("fmt", ["text", "gradescope"])
+def test_feedback_files_are_the_single_file_commands_reports_and_resume(tmp_path, fmt):
+    folder = class_folder(tmp_path / "class", ["wrong_answer/causal_mask", "compile_error/syntax_error"])
+    (folder / "notes.txt").write_text("not a submission\n")
+    out, feedback = tmp_path / "results.jsonl", tmp_path / "feedback"
+    options = ["--format", fmt, "--points", "10"]
+    result = run_grader("batch", str(folder), "--out", str(out), "--feedback", str(feedback), *options, env=SECRET)
+    assert result.returncode == 0, result.stdout + result.stderr
+    suffix = {"text": ".txt", "gradescope": ".json"}[fmt]
+    assert sorted(p.name for p in feedback.iterdir()) == [f"causal_mask{suffix}", f"notes{suffix}", f"syntax_error{suffix}"]
+    for name in ("causal_mask", "syntax_error"):
+        single = tmp_path / f"single{suffix}"
+        alone = run_grader(str(folder / f"{name}.py"), *options, "--output", str(single), env=SECRET)
+        assert alone.returncode == 1, alone.stderr
+        assert without_timings((feedback / f"{name}{suffix}").read_text(), fmt) == without_timings(single.read_text(), fmt), name
+    assert "notes.txt is not graded" in (feedback / f"notes{suffix}").read_text()
+
+    # Resumable: a file lost, or a batch first run without --feedback, is written from the results file.
+    before = {p.name: without_timings(p.read_text(), fmt) for p in feedback.iterdir()}  # (a results line keeps ms to 0.1)
+    (feedback / f"causal_mask{suffix}").unlink()
+    status, text = run_in_process(str(folder), "--out", str(out), "--feedback", str(feedback), *options, "--seed", SECRET["MLM_GRADER_SEED"])
+    assert status == 0 and "skipped 3 submissions" in text and "3 of them from earlier runs' results" in text
+    assert {p.name: without_timings(p.read_text(), fmt) for p in feedback.iterdir()} == before

@@ -316,3 +316,19 @@ def test_the_candidates_report_withholds_hidden_cases_and_the_staff_log_shows_th
     report, status = grade_json(str(path), env={"MLM_GRADER_SEED": SEED})  # no --staff: the candidate's view
     assert status == 1 and "staff_only" not in report
     assert not [inputs for inputs in hidden_inputs() if inputs in json.dumps(report)]
+
+
+def test_the_console_script_is_the_command_line_and_runs_from_any_folder(tmp_path):
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"mlm-grader": "grader.cli:entry_point"} and callable(cli.entry_point)
+    # What the installed script does, from a class folder: the grader finds its problem/ and reference/ by itself.
+    (tmp_path / "alice.py").write_text((SUBMISSIONS / "accepted" / "plain_helpers.py").read_text())
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MLM_GRADER_SEED": "anywhere-secret"}
+    command = [sys.executable, "-c", "from grader.cli import entry_point; entry_point()"]
+    single = subprocess.run([*command, "alice.py", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert json.loads(single.stdout)["verdict"] == "accepted", single.stderr
+    result = subprocess.run([*command, "batch", ".", "--out", "r.jsonl", "--csv", "g.csv"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "g.csv").read_text().splitlines()[1].startswith("alice,accepted,100,100,")

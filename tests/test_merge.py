@@ -48,7 +48,11 @@ def test_the_merged_shards_are_the_file_of_one_batch_sorted_by_id(tmp_path):
     shard_lines = {line["id"]: line for f in files for line in lines_of(f)}
     assert lines == [shard_lines[line["id"]] for line in lines]  # each line exactly as its shard wrote it
     # The batch's own summary, then where the result is.
-    assert "6 submissions: compile_error 6" in result.stdout and "scores: mean 0.00" in result.stdout and "slowest:" in result.stdout
+    assert (
+        "6 submissions: compile_error 6" in result.stdout
+        and "points (of 100, scoring all_or_nothing): mean 0, median 0; 0: 6" in result.stdout
+        and "slowest:" in result.stdout
+    )
     assert f"merged 3 shard files: 6 submissions in {out}" in result.stdout
     with open(gradebook) as f:
         assert [row["id"] for row in csv.DictReader(f)] == [line["id"] for line in lines]

@@ -64,7 +64,7 @@ def to_gradescope(report: Report, scoring: Scoring, points: float = DEFAULT_POIN
                 "max_score": available,
                 "status": "passed" if c.passed else "failed",
                 "output": case_output(c),
-                "tags": [c.family, c.dtype],
+                "tags": list(dict.fromkeys([c.family, c.dtype])),  # unique: a family may be named after its dtype (float64)
                 "visibility": "visible" if c.public else hidden_visibility,
             }
             for index, (c, earned, available) in enumerate(zip(report.cases, result.earned, result.available, strict=True), start=1)

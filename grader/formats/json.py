@@ -8,7 +8,7 @@ from typing import Any
 
 from grader import __version__
 from grader.formats.safe import printable_data
-from grader.results import Report
+from grader.results import CaseResult, Report, Verdict
 
 
 def _json_number(x: float | None) -> float | str | None:
@@ -76,3 +76,52 @@ def to_json(report: Report, staff: bool = False) -> dict[str, Any]:
 
 def render_json(report: Report, staff: bool = False) -> str:
     return json.dumps(to_json(report, staff), indent=2, allow_nan=False, default=str)
+
+
+def _number(x: float | str | None) -> float | None:
+    return None if x is None else float(x)  # "inf" and "nan" back to floats
+
+
+def from_json(data: dict[str, Any]) -> Report:
+    """The Report that to_json(report, staff=True) was made from, for rendering it again (a batch's
+    feedback from its results file). Every field a format reads comes back; what to_json rounded
+    (timings) comes back rounded."""
+    staff = data.get("staff_only") or {}
+    withheld = staff.get("cases") or {}
+    cases = [
+        CaseResult(
+            c["name"],
+            c["family"],
+            c["dtype"],
+            c["visibility"] == "visible",
+            c["shape"],
+            status=c["status"],
+            check=c["check"],
+            message=c["output"],
+            staff_message=withheld.get(c["name"], ""),
+            max_abs=_number(c["max_abs_error"]),
+            max_rel=_number(c["max_rel_error"]),
+            seconds=c["seconds"],
+        )
+        for c in data["cases"]
+    ]
+    report = Report(
+        Verdict(data["verdict"]),
+        data["message"],
+        data["submission"],
+        data["seed_id"],
+        data["isolation"],
+        cases=cases,
+        hints=list(data["hints"]),
+        diagnosis=list(data["diagnosis"]),
+        stdout=data["stdout"],
+        stderr=data["stderr"],
+        seconds=data["seconds"],
+        warnings=list(data["warnings"]),
+        public_only=data["public_only"],
+    )
+    if staff:
+        # to_json wrote the whole output for staff either way; only a different one was withheld
+        report.staff_stdout = staff["stdout"] if staff["stdout"] != report.stdout else None
+        report.staff_stderr = staff["stderr"] if staff["stderr"] != report.stderr else None
+    return report

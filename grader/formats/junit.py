@@ -1,8 +1,8 @@
 """JUnit XML, as CI systems read it: one testsuite for the submission, one testcase per case.
 
-A wrong answer (or forbidden functionality) is a `failure`, whose text ends with the diagnosis; an exception, crash or limit is an
+A wrong answer (or forbidden functionality) is a `failure`; an exception, crash or limit is an
 `error`; a case the run never reached is `skipped`. A submission rejected as a whole is one testcase
-named after its verdict. Warnings and the seed's public id are testsuite properties.
+named after its verdict. Warnings, the diagnosis (once) and the seed's public id are testsuite properties.
 """
 
 import xml.etree.ElementTree as ET
@@ -26,13 +26,6 @@ def _outcome(parent: ET.Element, status: str, message: str) -> str:
     return kind
 
 
-def _diagnosis(report: Report, status: str) -> str:
-    """The diagnosis (about the whole submission), added to each wrong answer's failure text."""
-    if status != Verdict.WRONG_ANSWER or not report.diagnosis:
-        return ""
-    return "\n\nDiagnosis:\n" + "\n".join(f"- {sentence}" for sentence in report.diagnosis)
-
-
 def _staff(case: CaseResult, staff: bool) -> str:
     """For staff: the whole message of a hidden case that the candidate's report withholds."""
     return f"\n\nWithheld from the candidate (staff view), the whole message:\n{case.staff_message}" if staff and case.staff_message else ""
@@ -46,6 +39,8 @@ def render_junit(report: Report, staff: bool = False) -> str:
         ET.SubElement(properties, "property", name=name, value=printable(value))
     for warning in report.warnings:
         ET.SubElement(properties, "property", name="warning", value=printable(warning))
+    for sentence in report.diagnosis:  # about the whole submission: once, not in each failing case
+        ET.SubElement(properties, "property", name="diagnosis", value=printable(sentence))
     counts = {"failure": 0, "error": 0, "skipped": 0}
     if rejected_as_a_whole(report):
         case = ET.SubElement(suite, "testcase", name=TITLES[report.verdict], classname="submission", time=f"{report.seconds:.3f}")
@@ -53,7 +48,7 @@ def render_junit(report: Report, staff: bool = False) -> str:
     for c in [] if rejected_as_a_whole(report) else report.cases:
         case = ET.SubElement(suite, "testcase", name=c.name, classname=c.family, time=f"{c.shown_seconds(staff) or 0.0:.3f}")
         if not c.passed:
-            counts[_outcome(case, c.status, case_output(c) + _diagnosis(report, c.status) + _staff(c, staff))] += 1
+            counts[_outcome(case, c.status, case_output(c) + _staff(c, staff))] += 1
     stdout = report.staff_stdout if staff and report.staff_stdout is not None else report.stdout
     stderr = report.staff_stderr if staff and report.staff_stderr is not None else report.stderr
     ET.SubElement(suite, "system-out").text = printable(stdout)
