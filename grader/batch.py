@@ -13,6 +13,7 @@ and the Python API (grader/api.py) both grade through Pool.map.
 
 import argparse
 import csv
+import dataclasses
 import fcntl
 import functools
 import hashlib
@@ -270,6 +271,10 @@ def discover(paths: list[Path], outputs: Iterable[Path] = ()) -> tuple[list[Subm
             found.append(Submission(path.resolve().parent.name if path.name == SOLUTION else path.stem, path))
         else:
             raise UsageError(f"no such file or folder: {path}")
+    # An id is a file's name, which may hold terminal control sequences or bytes that are not UTF-8
+    # (a lone surrogate once decoded): every place it goes (the results file, the gradebook, the
+    # feedback files' names, the summary) gets it made inert, once, here.
+    found = [dataclasses.replace(s, id=printable(s.id)) for s in found]
     by_id: dict[str, Submission] = {}
     for submission in found:
         if submission.id in by_id and by_id[submission.id].path != submission.path:

@@ -464,3 +464,22 @@ def test_feedback_files_are_the_single_file_commands_reports_and_resume(tmp_path
     status, text = run_in_process(str(folder), "--out", str(out), "--feedback", str(feedback), *options, "--seed", SECRET["MLM_GRADER_SEED"])
     assert status == 0 and "skipped 3 submissions" in text and "3 of them from earlier runs' results" in text
     assert {p.name: without_timings(p.read_text(), fmt) for p in feedback.iterdir()} == before
+
+
+def test_an_id_from_a_hostile_file_name_is_inert_in_the_results_file_and_the_gradebook(tmp_path):
+    # tests/submissions/pool_attacks/results_id_control_characters.py: a file named with terminal
+    # control sequences and a byte that is not UTF-8 (a lone surrogate once decoded).
+    folder = tmp_path / "class"
+    folder.mkdir()
+    raw = os.fsencode("\x1b]0;owned\x07\x1b[2J=HYPERLINK(1)") + b"\xff.py"
+    (folder / os.fsdecode(raw)).write_bytes(b"def mlm_forward_tied(:\n")  # a compile error: no child needed
+    out, gradebook = tmp_path / "results.jsonl", tmp_path / "grades.csv"
+    code, printed = run_in_process(str(folder), "--out", str(out), "--csv", str(gradebook), "--jobs", "1", "--allow-default-seed")
+    assert code == 0, printed
+    raw_line = out.read_bytes()
+    raw_line.decode("utf-8")  # every byte of the results file is UTF-8
+    [line] = lines_of(out)
+    assert line["id"] == "\\x1b]0;owned\\x07\\x1b[2J=HYPERLINK(1)\ufffd" and line["verdict"] == "compile_error"
+    assert "\x1b" not in printed and "\x1b" not in gradebook.read_text()
+    code, printed = run_in_process(str(folder), "--out", str(out), "--jobs", "1", "--allow-default-seed")
+    assert code == 0 and "skipped 1" in printed, printed  # the escaped id is the key a rerun finds
