@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from grader.spec import CaseTemplate, Spec
+from grader.spec import CaseTemplate, Spec, hidden_module
 
 INPUT_NAMES = ("input_ids", "w_emb", "pos_embed", "blocks_weights", "mask_indicator")
 DIFFERENTIABLE_INPUTS = ("w_emb", "pos_embed", "blocks_weights")
@@ -112,7 +112,8 @@ def _mask(rng: np.random.Generator, kind: str, prob: float, n: int, t: int, dtyp
 
 def _largest_first_block_score(x0: np.ndarray, w_q: np.ndarray, w_k: np.ndarray, heads: int) -> float:
     """Largest attention score of the first block, in float64, as the reference computes it."""
-    from reference.mlm import attention_scores, layer_norm  # here only: the candidate's kit holds this module, not the reference
+    reference = hidden_module("reference.mlm")  # here only: the candidate's kit holds this module, not the reference
+    attention_scores, layer_norm = reference.attention_scores, reference.layer_norm
 
     x, q, k = (torch.from_numpy(a).double() for a in (x0, w_q, w_k))
     return attention_scores(layer_norm(x), q, k, heads).max().item()

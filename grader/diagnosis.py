@@ -23,7 +23,7 @@ from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, Case
 from grader.child.guard import vector_jacobian
 from grader.compare import bitwise_equal, compare_values
 from grader.results import CaseResult, Verdict
-from grader.spec import PROBE_FAMILY, Spec  # noqa: F401 - PROBE_FAMILY: named here too, where the probes are read
+from grader.spec import PROBE_FAMILY, Spec, hidden_module  # noqa: F401 - PROBE_FAMILY: named here too, where the probes are read
 
 Received = dict[str, tuple[dict[str, Any], dict[str, Tensor]]]  # case name -> (reply, tensors), failing cases only
 VALUE_CHECKS = ("values", "shape")  # checks where the logits are wrong
@@ -277,7 +277,7 @@ def _name_mistake(numeric: list[Failure], spec: Spec) -> tuple[str, str] | None:
     (name, sentence). A twin whose logits match but whose gradients do not is named only if no
     twin matches both, and the sentence says so."""
     try:
-        from reference.mistakes import MISTAKES  # absent where the reference is (a candidate's kit)
+        MISTAKES = hidden_module("reference.mistakes").MISTAKES  # noqa: N806 - absent where the reference is (a candidate's kit)
     except ImportError:
         return None
     values_fail = any(f.result.check in VALUE_CHECKS for f in numeric)

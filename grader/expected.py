@@ -11,6 +11,7 @@ from torch import Tensor
 
 from grader.cases import DIFFERENTIABLE_INPUTS, Case
 from grader.child.guard import vector_jacobian  # the child's own: the same values as autograd.grad with grad_outputs, without sympy
+from grader.spec import hidden_module
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,7 @@ class Expected:
 
 
 def expected_for(case: Case) -> Expected:
-    from reference import mlm_forward_tied  # here only: the candidate's kit holds this module (for Expected), not the reference
+    mlm_forward_tied = hidden_module("reference").mlm_forward_tied  # here only: the candidate's kit holds this module (for Expected), not the reference
 
     inputs = {name: tensor.to(torch.float64, copy=True) if tensor.is_floating_point() else tensor for name, tensor in case.inputs.items()}
     for name in DIFFERENTIABLE_INPUTS:

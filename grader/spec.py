@@ -1,6 +1,8 @@
 """The challenge's contract, read from problem/spec.toml into typed objects."""
 
 import hashlib
+import importlib
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
@@ -13,6 +15,15 @@ PROBE_FAMILY = "probes"  # the hidden cases the diagnosis reads (grader/diagnosi
 
 # The [policy] lists the child reads: its runtime guard and the capabilities of grader/child/restricted.py.
 CHILD_POLICY = ("allowed_imports", "allowed_submodules", "forbidden_functions", "forbidden_operators", "forbidden_attributes", "readable_dunders")
+
+
+def hidden_module(name: str) -> Any:
+    """A module of reference/, the hidden reference beside grader/ in the checkout, whatever folder
+    the grader runs from (ModuleNotFoundError in a candidate's kit, which has no reference/). It is
+    not installed as a package: only the grader's own process finds it, by the checkout's path."""
+    if str(ROOT) not in sys.path:
+        sys.path.append(str(ROOT))
+    return importlib.import_module(name)
 
 
 def seed_public_id(seed: str) -> str:

@@ -47,7 +47,7 @@ def a_case(public: bool, dtype: str = "float32"):
 
 def test_a_hidden_case_shows_the_candidate_no_size_of_its_error_and_staff_its_size_relative_to_the_tolerance():
     # The size is the submission's to choose (the right answer plus any multiple of the tolerance),
-    # so it could carry the hidden inputs (tests/submissions/wrong_answer/error_ratio_carries_hidden_inputs.py).
+    # so it could carry the hidden inputs (tests/submissions/wrong_answer/hostile_error_ratio_carries_hidden_inputs.py).
     case = a_case(public=False)
     tolerance, _ = SPEC.tolerances(case.family, case.dtype)
     result = judged(case, output_scale=1.0 + 30 * tolerance)  # the largest entry is off by 30 tolerances

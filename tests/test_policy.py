@@ -132,7 +132,7 @@ def violations_at(source: str) -> list[tuple[int, str]]:
         ("import torch\ny = torch.ops.aten.rms_norm.default(x, [4])", 2, "torch.ops is forbidden"),
         ("import torch\ny = torch.quantized_lstm.default", 2, "torch.quantized_lstm is part of torch's TorchScript and dispatcher internals"),
         # files
-        ("import torch\ns = torch.UntypedStorage.from_file('/proc/self/environ', False, 4096)", 2, "torch.UntypedStorage.from_file is forbidden"),
+        ("import torch\ns = torch.UntypedStorage.from_file('/proc/self/environ', False, 4096)", 2, "torch.UntypedStorage is forbidden"),
         # ways around the runtime guard, code from strings, Python's machinery
         ("import torch\nwith torch.DisableTorchFunction():\n    pass", 2, "torch.DisableTorchFunction is forbidden"),
         ("import torch\nfuture = torch.fork(f, x)", 2, "torch.fork is forbidden"),

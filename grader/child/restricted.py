@@ -44,8 +44,7 @@ from typing import Any, NoReturn
 
 PREFIX = "__mlm_"  # names the rewrite adds; a file may not use names starting with it
 GETATTR, GETITEM, WRITE, OWN_CLASS, CHECK, SUBJECT, AUGMENTED_ATTRIBUTE, AUGMENTED_ITEM, RESULT, ITEMS = (
-    f"{PREFIX}{n}__"
-    for n in ("getattr", "getitem", "write", "own_class", "check", "subject", "augmented_attribute", "augmented_item", "result", "items")
+    f"{PREFIX}{n}__" for n in ("getattr", "getitem", "write", "own_class", "check", "subject", "augmented_attribute", "augmented_item", "result", "items")
 )
 
 # Names the documented APIs of namedtuple and enum start with an underscore.

@@ -9,7 +9,9 @@ input_ids[0, 0] = 3 of that hidden case (about 7 bits per hidden case per run; a
 N in [1, 1000) at two digits carries more). Plain torch: this passes every wall (wrong_answer
 today, as it should) yet each hidden case's message carries its inputs. Should: the size of a
 hidden case's error not be the submission's to choose at this resolution (e.g. coarse buckets).
+Now: the candidate reads no size for a hidden case (compare.HIDDEN_ERROR); staff read it.
 """
+# every wall: wrong_answer
 import torch
 
 
