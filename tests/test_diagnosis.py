@@ -235,7 +235,7 @@ def test_a_wrong_selection_rule_gets_the_soft_mask_hint(public_only):
 
 def test_with_public_cases_only_a_detached_head_gets_the_gradient_hint_and_its_name():
     report = in_process.report(in_process.entry_point(SUBMISSIONS / "wrong_answer" / "detached_head.py"), public_only=True)
-    assert all(c.check == "gradient" for c in report.cases)
+    assert all(c.check == "gradient" for c in report.cases if not c.passed)  # M = 0 has no head term to lose
     assert any("The head must use w_emb itself" in hint for hint in report.hints)
     assert any("detached copy of w_emb" in sentence for sentence in report.diagnosis)
 
