@@ -35,7 +35,7 @@ GRADER_MODULES = [
     "grader/formats/points.py",
     "grader/formats/safe.py",
 ]
-WRITTEN_FOR_THE_KIT = {"grader/__init__.py", "grader/formats/__init__.py", "grader/diagnosis.py"}  # the rest is copied
+WRITTEN_FOR_THE_KIT = {"grader/__init__.py", "grader/formats/__init__.py"}  # the rest is copied
 ALLOWED = {"README.md", "solution.py", "check.py", "spec.json", *(f"cases/{name}.pt" for name in PUBLIC), *GRADER_MODULES}
 CLOSING = re.compile(r"\nall (\d+) public cases passed; the hidden cases are run by the grader\n\Z")
 # A candidate's environment: no PYTHONPATH, no seed, nothing of the repository's.
