@@ -32,6 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+import torch  # noqa: E402
 from torch import __version__ as torch_version  # noqa: E402
 
 from grader import __version__  # noqa: E402
@@ -101,6 +102,7 @@ def kit_spec(data: dict[str, Any]) -> dict[str, Any]:
 
 def public_case_files() -> dict[str, bytes]:
     """cases/<name>.pt for every public case, as `python -m grader --save-public` writes them."""
+    torch.set_num_threads(1)  # as the grader's batch and the tests: float64 sums in one order, so the files are the same bytes on every machine
     with tempfile.TemporaryDirectory(prefix="mlm-kit-") as folder, contextlib.redirect_stdout(io.StringIO()):
         save_public_cases(load_spec(SPEC_PATH), Path(folder))
         return {f"cases/{path.name}": path.read_bytes() for path in sorted(Path(folder).glob("*.pt"))}
