@@ -12,7 +12,7 @@ class LayerNorm:
     def __init__(self, eps=1e-5):
         self.eps = eps
 
-    def __call__(self, x):
+    def forward(self, x):
         mean = x.mean(-1, keepdim=True)
         var = x.var(-1, keepdim=True, unbiased=False)
         return (x - mean) / torch.sqrt(var + self.eps)
@@ -22,7 +22,7 @@ class CausalSelfAttention:
     def __init__(self, w_q, w_k, w_v, w_o, n_head):
         self.w_q, self.w_k, self.w_v, self.w_o, self.n_head = w_q, w_k, w_v, w_o, n_head
 
-    def __call__(self, x):
+    def forward(self, x):
         B, T, C = x.size()
         q = (x @ self.w_q).view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
         k = (x @ self.w_k).view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
@@ -42,7 +42,7 @@ class MLP:
     def __init__(self, w_fc, w_proj):
         self.w_fc, self.w_proj = w_fc, w_proj
 
-    def __call__(self, x):
+    def forward(self, x):
         x = x @ self.w_fc
         x = 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
         return x @ self.w_proj
@@ -55,14 +55,14 @@ class Block:
         self.attn = CausalSelfAttention(w_q, w_k, w_v, w_o, n_head)
         self.mlp = MLP(w_fc, w_proj)
 
-    def __call__(self, x):
-        x = x + self.attn(self.ln_1(x))
-        x = x + self.mlp(self.ln_2(x))
+    def forward(self, x):
+        x = x + self.attn.forward(self.ln_1.forward(x))
+        x = x + self.mlp.forward(self.ln_2.forward(x))
         return x
 
 
 def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
     x = w_emb[input_ids] + pos_embed
     for weights in blocks_weights:
-        x = Block(weights, num_heads)(x)
+        x = Block(weights, num_heads).forward(x)
     return x[mask_indicator > 0.5] @ w_emb.T
