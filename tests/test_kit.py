@@ -205,6 +205,7 @@ def test_the_statement_speaks_to_a_kit_holder(kit: Path) -> None:
     assert "all N public cases passed; the hidden cases are run by the grader" in statement
     assert f"the grader runs torch {torch.__version__.split('+')[0]}" in statement
     assert "make grade" not in statement and ".venv/bin/python -m grader" not in statement  # the candidate has no repository
+    assert "bench/" not in statement and "tests/" not in statement, "the statement cites a file of the repository"
 
 
 def rows(text: str) -> dict[str, str]:
