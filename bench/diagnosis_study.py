@@ -57,7 +57,7 @@ def main() -> None:
             cases, results, received = in_process.judge(fn, spec, seed_name)
             finding, seconds = timed(analyse, cases, results, received, spec)
             wrong_seconds.append(seconds)
-            localised[stem] += {localise(_probe_outcomes(results))} == keys & set(CONCLUSIONS)
+            localised[stem] += set(localise(_probe_outcomes(results, received))) == keys & set(CONCLUSIONS)
             named[stem] += finding.mistake is not None and {finding.mistake} == keys & TWINS
             exact[stem] += finding.keys() == keys
         for fn in correct.values():

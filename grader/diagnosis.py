@@ -13,6 +13,7 @@ reply and the tensors the grader kept: an output of the wrong shape or dtype is 
   when the probes prove the parts before it right.
 """
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,13 +39,49 @@ ATTENTION_ONLY = "probe_attention_only"  # w_mlp2 = 0
 UNIFORM_ATTENTION = "probe_uniform_attention"  # w_q = 0 and w_mlp2 = 0: all scores equal
 SINGLE_HEAD = "probe_single_head"  # w_mlp2 = 0, one head
 SINGLE_POSITION = "probe_single_position"  # T = 1, full block
+SINGLE_POSITION_ATTENTION = "probe_single_position_attention"  # T = 1, w_mlp2 = 0: no scores, no averaging, no feed-forward
 IDENTITY_BLOCKS = "probe_identity_blocks"  # w_o = 0 and w_mlp2 = 0: the block must leave x unchanged
 SYMMETRIC_WEIGHTS = "probe_symmetric_weights"  # every matrix symmetric: x @ W == x @ W.T
 ONE_BLOCK = "probe_one_block"
 TWO_BLOCKS = "probe_two_blocks"
 OUTSIDE_PROBES = (EMBEDDING, GATHER_ORDER, MASK_THRESHOLD)
-BLOCK_PROBES = (WITHOUT_ATTENTION, ATTENTION_ONLY, UNIFORM_ATTENTION, SINGLE_HEAD, SINGLE_POSITION, IDENTITY_BLOCKS, SYMMETRIC_WEIGHTS, ONE_BLOCK, TWO_BLOCKS)
+BLOCK_PROBES = (
+    WITHOUT_ATTENTION, ATTENTION_ONLY, UNIFORM_ATTENTION, SINGLE_HEAD, SINGLE_POSITION, SINGLE_POSITION_ATTENTION,
+    IDENTITY_BLOCKS, SYMMETRIC_WEIGHTS, ONE_BLOCK, TWO_BLOCKS,
+)  # fmt: skip
 PROBES = (*OUTSIDE_PROBES, *BLOCK_PROBES)
+
+# The parts of the computation (keys of CONCLUSIONS) that each probe's logits depend on: a probe
+# whose logits are right proves these parts right, a probe whose logits are wrong has a fault in one
+# of them. A zeroed matrix switches its path off (w_o = 0: no attention; w_mlp2 = 0: no
+# feed-forward); with one position there are no scores to get wrong and nothing to average; with
+# all scores equal each head takes the plain mean, whatever the split into heads; with one head
+# d_head is d_model; symmetric matrices hide their orientation; several sequences show the order of rows.
+OUTSIDE = frozenset({"embedding_or_head"})
+_LN = OUTSIDE | {"structure", "layer_norm", "orientation"}  # a block with a path switched on
+# "w_o_orientation": w_o used as w_o.T, a fault of the value path that symmetric matrices hide
+# (the other value-path faults, such as v = h @ w_k, they do not).
+_VALUES = frozenset({"value_path", "w_o_orientation"})
+_ATTENTION = _LN | _VALUES | {"averaging", "scores", "heads"}
+_FULL = _ATTENTION | {"feed_forward", "chaining"}
+PROBE_PARTS: dict[str, frozenset[str]] = {
+    EMBEDDING: OUTSIDE,
+    GATHER_ORDER: OUTSIDE | {"gather_order"},
+    MASK_THRESHOLD: OUTSIDE | {"selection"},
+    IDENTITY_BLOCKS: OUTSIDE | {"structure", "gather_order"},
+    WITHOUT_ATTENTION: _LN | {"feed_forward", "gather_order"},
+    ATTENTION_ONLY: _ATTENTION | {"gather_order"},
+    UNIFORM_ATTENTION: _LN | _VALUES | {"averaging", "gather_order"},
+    SINGLE_HEAD: _ATTENTION - {"heads"} | {"gather_order"},
+    SINGLE_POSITION: _LN | _VALUES | {"feed_forward", "chaining"},
+    SINGLE_POSITION_ATTENTION: _LN | _VALUES,
+    SYMMETRIC_WEIGHTS: _FULL - {"orientation", "w_o_orientation"} | {"gather_order"},
+    ONE_BLOCK: _FULL | {"gather_order"},
+    TWO_BLOCKS: _FULL | {"gather_order", "across_blocks"},
+}
+BLOCK_PARTS = frozenset().union(*PROBE_PARTS.values()) - OUTSIDE - {"gather_order", "selection"}
+SAME_CONCLUSION = {"w_o_orientation": "value_path"}  # a part the probes tell apart, told to the candidate as another
+LARGEST_EXPLANATION = 3  # more faults at once than this: the probes cannot tell them apart
 
 _BLOCKS = "The embedding, the selection of rows and the tied head are right (the probes without blocks pass); the fault is in the blocks, "
 # Probe conclusions: what the pattern of passing and failing probes proves, and where to look.
@@ -76,11 +113,41 @@ CONCLUSIONS = {
     "The feed-forward's layer norm takes x after the attention's residual add.",
     "across_blocks": _BLOCKS + "in going from one block to the next: one block is right, two are not. "
     "Block i uses blocks_weights[i], in order, on the previous block's output.",
+    "nonfinite_blocks": "The embedding and the tied head are right (a probe through the blocks passes), but through the blocks your logits hold NaN "
+    "or inf where the expected ones are finite, even where w_o = 0 or w_mlp2 = 0 switch a path off (NaN * 0 is NaN), so the probes cannot "
+    "tell which part makes them: look for a softmax over a row whose scores are all -inf (every position attends to every position of its "
+    "sequence; the mask only selects the rows for the head), a division by zero or an overflow.",
     "gradient_outside": "The logits are right but the gradients are not, already with no blocks: the embedding lookup or the tied head is cut "
     "off from autograd. Both must use w_emb itself (no .detach(), torch.no_grad(), NumPy or copy).",
     "gradient_blocks": "The logits are right but the gradients are not, and only with blocks: a step inside the blocks is cut off from "
     "autograd (.detach(), .item(), NumPy or torch.no_grad()).",
 }
+
+# Where each part is and what it must be, for a diagnosis that finds several faults at once.
+FIXES = {
+    "embedding_or_head": "outside the blocks: x = w_emb[input_ids] + pos_embed, and logits = rows @ w_emb.T with nothing (no final layer norm) in between",
+    "selection": "the selection of masked positions: exactly those with mask_indicator > 0.5, strictly",
+    "gather_order": "the order of the rows: row-major (n, t), all selected positions of sequence 0 first",
+    "structure": "the residual structure: pre-LN, x = x + MHA(LN(x)), then x = x + FFN(LN(x)), each residual added to x itself",
+    "orientation": "the orientation of the weights: (in, out), x @ W, never x @ W.T",
+    "layer_norm": "the layer norm: (x - mean) / sqrt(var + 1e-5), population variance, eps inside the root",
+    "feed_forward": "the feed-forward: GELU(h @ w_mlp1) @ w_mlp2, GELU(u) = 0.5 * u * (1 + tanh(sqrt(2 / pi) * (u + 0.044715 * u**3)))",
+    "value_path": "the attention's value path: v = h @ w_v, the heads concatenated in column order, then @ w_o",
+    "averaging": "how attention averages over positions: weights summing to one over the keys of the whole sequence, no causal mask",
+    "scores": "the attention scores: per head q @ k^T / sqrt(d_head), softmax over the keys (the last dimension)",
+    "heads": "how heads divide d_model: head j owns the columns [j * d_head, (j + 1) * d_head), scores divided by sqrt(d_head)",
+    "chaining": "how the attention and the feed-forward follow each other: the feed-forward's layer norm takes x after the attention's residual add",
+    "across_blocks": "going from one block to the next: block i uses blocks_weights[i], in order, on the previous block's output",
+}
+SEVERAL = (
+    "The probe cases show faults in {count} parts at once (each failing probe is explained by one of them, "
+    "and no one part explains them all); fix them one at a time: "
+)
+# The start of a block's conclusion when the probes without blocks did not all run (one raised):
+# a probe through the blocks that passes still proves the embedding and the head right.
+_BLOCKS_UNRUN = (
+    "The embedding and the tied head are right (a probe through the blocks passes; the probes without blocks did not all run); the fault is in the blocks, "
+)
 
 # A twin's logits are compared on every failing case, its gradients (a backward pass each) on the
 # first few only: a step cut off from autograd shows on any case.
@@ -113,11 +180,16 @@ class Finding:
     checks: tuple[str, ...] = ()  # the checks not about numbers that got a sentence (type, dtype, device, inputs)
     precision: bool = False  # the float64 results are float32 numbers
     mistake: str | None = None  # the name of the twin in reference/mistakes.py
-    part: str | None = None  # the key of the conclusion in CONCLUSIONS
+    parts: tuple[str, ...] = ()  # the keys of the conclusions in CONCLUSIONS: each part the probes show wrong
+
+    @property
+    def part(self) -> str | None:
+        """The part, when the probes show exactly one wrong."""
+        return self.parts[0] if len(self.parts) == 1 else None
 
     def keys(self) -> set[str]:
-        """What was found, by name: the checks, "precision", the mistake's and the part's names."""
-        return {*self.checks, *(["precision"] if self.precision else []), *filter(None, (self.mistake, self.part))}
+        """What was found, by name: the checks, "precision", the mistake's and the parts' names."""
+        return {*self.checks, *(["precision"] if self.precision else []), *filter(None, (self.mistake,)), *self.parts}
 
 
 def diagnose(cases: list[Case], results: list[CaseResult], received: Received, spec: Spec) -> list[str]:
@@ -147,18 +219,28 @@ def analyse(cases: list[Case], results: list[CaseResult], received: Received, sp
             mistake, sentence = named
             sentences.append(sentence)
 
-    part = None if precision else _shape_part(failures) or localise(_probe_outcomes(results))
-    if part:
-        sentences.append(CONCLUSIONS[part])
+    shape_part = _shape_part(failures)
+    outcomes = _probe_outcomes(results, received)
+    parts = () if precision else (shape_part,) if shape_part else localise(outcomes)
+    sentences += conclusions(parts, all(outcomes.get(name) in ("ok", "gradient") for name in OUTSIDE_PROBES))
     if "inputs" in checks:  # the least likely to be the first thing to fix: the numbers are right
         sentences.append(checks["inputs"])
-    return Finding(sentences, tuple(checks), precision, mistake, part)
+    return Finding(sentences, tuple(checks), precision, mistake, parts)
+
+
+def conclusions(parts: tuple[str, ...], outside_ran: bool = True) -> list[str]:
+    """One part: its conclusion, with the reasoning the probes give (which says the probes without
+    blocks pass only when they did). Several: each part's fix."""
+    if len(parts) <= 1:
+        return [CONCLUSIONS[part] if outside_ran else CONCLUSIONS[part].replace(_BLOCKS, _BLOCKS_UNRUN) for part in parts]
+    return [SEVERAL.format(count=len(parts)) + "; ".join(f"({i}) in {FIXES[part]}" for i, part in enumerate(parts, 1)) + "."]
 
 
 # -- probes ---------------------------------------------------------------------------------------
-def _probe_outcomes(results: list[CaseResult]) -> dict[str, str]:
-    """For each probe case that ran: "ok", "values" (wrong logits), "gradient" (right logits,
-    wrong gradient) or "unknown" (a check that says nothing about the numbers failed)."""
+def _probe_outcomes(results: list[CaseResult], received: Received | None = None) -> dict[str, str]:
+    """For each probe case that ran: "ok", "values" (wrong logits), "nonfinite" (wrong logits with
+    NaN or inf: a zeroed matrix no longer switches a path off, NaN * 0 is NaN), "gradient" (right
+    logits, wrong gradient) or "unknown" (it raised, or failed a check that says nothing about the numbers)."""
     outcomes = {}
     for r in results:
         if r.name not in PROBES or r.status == "not_run":
@@ -166,7 +248,8 @@ def _probe_outcomes(results: list[CaseResult]) -> dict[str, str]:
         if r.passed or (r.status == Verdict.WRONG_ANSWER and r.check == "inputs"):  # values were checked before inputs
             outcomes[r.name] = "ok"
         elif r.status == Verdict.WRONG_ANSWER and r.check in VALUE_CHECKS:
-            outcomes[r.name] = "values"
+            output = (received or {}).get(r.name, ({}, {}))[1].get("output")
+            outcomes[r.name] = "nonfinite" if _is_float(output) and not bool(torch.isfinite(output).all()) else "values"
         elif r.status == Verdict.WRONG_ANSWER and r.check == "gradient":
             outcomes[r.name] = "gradient"
         else:
@@ -174,40 +257,38 @@ def _probe_outcomes(results: list[CaseResult]) -> dict[str, str]:
     return outcomes
 
 
-def localise(outcomes: dict[str, str]) -> str | None:
-    """The key of the conclusion the probe outcomes prove, or None when they prove nothing.
-    Needs every probe's outcome: a partial or unusable set proves nothing."""
-    if set(outcomes) != set(PROBES) or "unknown" in outcomes.values():
-        return None
-    if "values" not in outcomes.values():
-        if outcomes[EMBEDDING] == "gradient":
-            return "gradient_outside"
-        return "gradient_blocks" if "gradient" in outcomes.values() else None
+def localise(outcomes: dict[str, str]) -> tuple[str, ...]:
+    """The parts the probe outcomes show wrong (keys of CONCLUSIONS), or () when they prove nothing.
 
-    def wrong(name: str) -> bool:
-        return outcomes[name] == "values"
-
-    if wrong(EMBEDDING):
-        return "embedding_or_head"
-    if wrong(MASK_THRESHOLD):
-        return "selection"
-    if wrong(GATHER_ORDER):
-        return "gather_order"
-    if wrong(WITHOUT_ATTENTION) and wrong(ATTENTION_ONLY):
-        if wrong(IDENTITY_BLOCKS):
-            return "structure"
-        return "orientation" if not wrong(SYMMETRIC_WEIGHTS) else "layer_norm"
-    if wrong(ATTENTION_ONLY):
-        if wrong(UNIFORM_ATTENTION):
-            return "value_path" if wrong(SINGLE_POSITION) else "averaging"
-        return "scores" if wrong(SINGLE_HEAD) else "heads"
-    if wrong(WITHOUT_ATTENTION):
-        return "feed_forward"
-    if wrong(ONE_BLOCK):
-        return "chaining"
-    if wrong(TWO_BLOCKS):
-        return "across_blocks"
-    return None
+    Only the probes that ran count. A probe with right logits proves right every part it depends on
+    (PROBE_PARTS); each probe with wrong logits has a fault in one of its parts not proven right. The
+    answer is the smallest set of parts that explains every failing probe, when there is exactly one
+    such set: a part is never named where another, as small, explanation exists."""
+    wrong = {name for name, outcome in outcomes.items() if outcome in ("values", "nonfinite")}
+    if not wrong:
+        gradient = {name for name, outcome in outcomes.items() if outcome == "gradient"}
+        if gradient & set(OUTSIDE_PROBES):
+            return ("gradient_outside",)
+        return ("gradient_blocks",) if gradient else ()
+    right = frozenset().union(*(PROBE_PARTS[name] for name, outcome in outcomes.items() if outcome in ("ok", "gradient")))
+    suspects = []
+    for name in wrong:
+        # NaN or inf pass through a zeroed matrix: the probe then depends on every part of the block.
+        parts = PROBE_PARTS[name] | (BLOCK_PARTS if outcomes[name] == "nonfinite" and name not in OUTSIDE_PROBES else set())
+        suspects.append(parts - right)
+    # NaN or inf through the blocks, with the outside proven right, is a finding of its own when no part can be named.
+    fallback = ("nonfinite_blocks",) if OUTSIDE <= right and any(outcomes[name] == "nonfinite" for name in wrong - set(OUTSIDE_PROBES)) else ()
+    if not all(suspects):  # a failing probe whose parts are all proven right: the model of the probes does not fit
+        return fallback
+    candidates = sorted(frozenset().union(*suspects))
+    for size in range(1, LARGEST_EXPLANATION + 1):
+        explanations = [chosen for chosen in itertools.combinations(candidates, size) if all(set(chosen) & parts for parts in suspects)]
+        if len(explanations) == 1:
+            named = {SAME_CONCLUSION.get(part, part) for part in explanations[0]}
+            return tuple(sorted(named, key=list(CONCLUSIONS).index))
+        if explanations:  # as small and as good as another: the probes cannot tell which
+            return fallback
+    return fallback
 
 
 def _shape_part(failures: list[Failure]) -> str | None:

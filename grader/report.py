@@ -17,6 +17,8 @@ def hints(report: Report, spec: Spec) -> list[str]:
     failed = [c for c in report.cases if c.status == Verdict.WRONG_ANSWER]
     if not failed:
         return []
+    from grader.diagnosis import CONCLUSIONS  # here: it imports torch, which a batch imports only once its children start
+
     found = []
     checks = {c.check for c in failed}
     if len(failed) < len(report.cases):
@@ -26,11 +28,13 @@ def hints(report: Report, spec: Spec) -> list[str]:
             found.append(spec.families[family].hint)
         if families and families != {"float64"} and all(c.dtype == "float64" for c in failed) and checks <= VALUE_CHECKS:
             found.append(spec.families["float64"].hint)
-    if checks == {"gradient"}:
+    # The diagnosis, where the probes ran, already says where the gradient is cut: a hint naming a
+    # place of its own could contradict it.
+    if checks == {"gradient"} and not any(s in report.diagnosis for s in (CONCLUSIONS["gradient_outside"], CONCLUSIONS["gradient_blocks"])):
         found.append(
-            "Only the gradient check fails: the values are right but the gradients are not. "
-            "The head must use w_emb itself (x @ w_emb.T), not a detached or copied matrix, and the result "
-            "must stay on the autograd graph (no torch.no_grad(), .detach(), .numpy() or .item())."
+            "Only the gradient check fails: the values are right but the gradients are not, so a step is cut off from autograd. "
+            "Every step must stay on the autograd graph (no torch.no_grad(), .detach(), .numpy() or .item()), the head "
+            "included: it must use w_emb itself (x @ w_emb.T), not a detached or copied matrix."
         )
     if checks == {"inputs"}:
         found.append(

@@ -191,7 +191,7 @@ def test_probe_cases_switch_off_what_they_promise(seed):
     probes = {c.name: c for c in by_family(make_cases(SPEC, seed), "probes")}
     settings = {t.name: t.settings for t in SPEC.templates}
     for name, case in probes.items():
-        assert case.dtype == "float64" and not case.public
+        assert case.dtype == "float64" and case.public  # public: the kit names the part as the grader does
         blocks = case.inputs["blocks_weights"]
         for matrix in settings[name].get("zero", "").split():
             assert blocks.shape[0] >= 1 and (blocks[:, BLOCK_MATRICES.index(matrix)] == 0).all(), name
@@ -209,3 +209,6 @@ def test_probe_cases_switch_off_what_they_promise(seed):
         assert shape[name]["H"] >= 2 and shape[name]["N"] >= 2 and shape[name]["T"] >= 2, name
     assert shape["probe_single_head"]["H"] == 1 and shape["probe_single_head"]["D"] >= 2
     assert shape["probe_single_position"]["T"] == 1 and shape["probe_two_blocks"]["B"] == 2
+    # One position, attention only: no score, average or feed-forward to get wrong, so the layer norm shows alone.
+    alone = shape["probe_single_position_attention"]
+    assert alone["T"] == 1 and alone["B"] == 1 and "w_mlp2" in settings["probe_single_position_attention"]["zero"]

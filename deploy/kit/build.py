@@ -9,12 +9,13 @@ logits and gradients; load one with torch.load(path, weights_only=True)), the co
 (spec.json) and the self-check (check.py, from deploy/kit/check.py).
 
 check.py runs the grader's own modules, copied here unchanged (the static policy check, the child
-and its runtime guard, the protocol, the comparison, the hints, the text report), so nothing in the
-kit can drift from the grader. Three modules are written for the kit instead: the two package
-__init__ files (the grader's import the command line and every output format) and diagnosis.py,
-whose probe cases and known mistakes need the hidden cases and the reference: the kit's diagnosis is
-empty. The kit holds no reference, no hidden case and no seed but the public one; the build refuses
-to write a kit in which the hidden seed or a hidden case's name appears.
+and its runtime guard, the protocol, the comparison, the diagnosis, the hints, the text report), so
+nothing in the kit can drift from the grader. Two modules are written for the kit instead: the two
+package __init__ files (the grader's import the command line and every output format). The
+diagnosis localises a wrong answer from the probe cases, which are public (their .pt files are in
+cases/); its known mistakes are twins of the reference, which the kit does not hold, so the kit
+names the part but never a known mistake. The kit holds no reference, no hidden case and no seed but
+the public one; the build refuses to write a kit in which the hidden seed or a hidden case's name appears.
 """
 
 import argparse
@@ -31,11 +32,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+import torch  # noqa: E402
 from torch import __version__ as torch_version  # noqa: E402
 
-from grader import __version__, diagnosis  # noqa: E402
+from grader import __version__  # noqa: E402
 from grader.cli import save_public_cases  # noqa: E402
-from grader.spec import SPEC_PATH, load_spec  # noqa: E402
+from grader.spec import SPEC_PATH, load_spec, parse_spec  # noqa: E402
 
 KIT = "mlm-tied-head-kit"  # the folder the zip unpacks to
 DEFAULT_OUT = ROOT / "dist" / f"{KIT}.zip"
@@ -43,6 +45,7 @@ DEFAULT_OUT = ROOT / "dist" / f"{KIT}.zip"
 COPIED = (
     "grader/cases.py",
     "grader/compare.py",
+    "grader/diagnosis.py",
     "grader/expected.py",
     "grader/isolation.py",
     "grader/judge.py",
@@ -72,34 +75,15 @@ GRADER_TORCH = {torch_version.split("+")[0]!r}  # the torch the grader runs (its
 '''
 FORMATS_INIT = '''"""The grader's report formats; the kit holds the text report only."""
 '''
-# judge.py and report.py import these names; the real module's probe cases and known mistakes stay with the grader.
-DIAGNOSIS = f'''"""The grader's diagnosis names the part of the computation a wrong answer gets wrong, from hidden
-probe cases and known wrong variants of the reference. Neither is in this kit, so here it is empty:
-check.py shows the hints and the per-case messages, the grader adds the diagnosis."""
-
-from typing import Any
-
-from torch import Tensor
-
-from grader.cases import Case
-from grader.results import CaseResult
-from grader.spec import Spec
-
-Received = dict[str, tuple[dict[str, Any], dict[str, Tensor]]]  # case name -> (reply, tensors), failing cases only
-PROBE_FAMILY = {diagnosis.PROBE_FAMILY!r}
-
-
-def diagnose(cases: list[Case], results: list[CaseResult], received: Received, spec: Spec) -> list[str]:
-    return []
-'''
-GENERATED = {"grader/__init__.py": PACKAGE_INIT, "grader/formats/__init__.py": FORMATS_INIT, "grader/diagnosis.py": DIAGNOSIS}
+GENERATED = {"grader/__init__.py": PACKAGE_INIT, "grader/formats/__init__.py": FORMATS_INIT}
 
 
 def kit_spec(data: dict[str, Any]) -> dict[str, Any]:
     """The spec's public part, in the shape grader/spec.py reads: the problem, limits, tolerances and
     policy, the public cases and their families. No hidden case, no family that only hidden cases
     belong to, and no hidden seed: the public seed stands in for it (the kit runs the public cases only)."""
-    public = [case for case in data["cases"] if case.get("visibility") == "public"]
+    names = {t.name for t in parse_spec(data).templates if t.settings["visibility"] == "public"}  # a family may make its cases public
+    public = [case | {"visibility": "public"} for case in data["cases"] if case["name"] in names]
     families = {case["family"] for case in public}
     kept = ("name", "description", "hint", "tolerance", "gradient_tolerance")
     return {
@@ -118,6 +102,7 @@ def kit_spec(data: dict[str, Any]) -> dict[str, Any]:
 
 def public_case_files() -> dict[str, bytes]:
     """cases/<name>.pt for every public case, as `python -m grader --save-public` writes them."""
+    torch.set_num_threads(1)  # as the grader's batch and the tests: float64 sums in one order, so the files are the same bytes on every machine
     with tempfile.TemporaryDirectory(prefix="mlm-kit-") as folder, contextlib.redirect_stdout(io.StringIO()):
         save_public_cases(load_spec(SPEC_PATH), Path(folder))
         return {f"cases/{path.name}": path.read_bytes() for path in sorted(Path(folder).glob("*.pt"))}
