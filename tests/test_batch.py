@@ -467,7 +467,7 @@ def test_feedback_files_are_the_single_file_commands_reports_and_resume(tmp_path
 
 
 def test_an_id_from_a_hostile_file_name_is_inert_in_the_results_file_and_the_gradebook(tmp_path):
-    # tests/submissions/pool_attacks/results_id_control_characters.py: a file named with terminal
+    # A red team's attack on the batch: a file named with terminal
     # control sequences and a byte that is not UTF-8 (a lone surrogate once decoded).
     folder = tmp_path / "class"
     folder.mkdir()
