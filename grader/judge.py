@@ -212,14 +212,35 @@ TOTAL_LIMIT = "the run reached its total limit of {:g} s of wall time"
 MALFORMED = "the submission's process sent malformed data on the grader's channel: "
 
 
+def _not_started(child: Child, error: Exception, limits: Limits) -> str:
+    """Why the sandboxed child never started (it ended, stalled or sent garbage before the runner's
+    hello, so before any code of the submission's ran): the grader's installation or its machine."""
+    if isinstance(error, ChildTimeout):
+        what = f"did not start within {limits.startup_seconds:g} s (is the grader's machine overloaded?)"
+    elif isinstance(error, ChildGone):
+        exit = child.exit()
+        what = f"ended before it started ({'killed by ' + exit.signal_name if exit.signal_name else f'exit status {exit.returncode}'})"
+    else:
+        what = f"sent malformed data before it started ({error})"
+    said = child.stderr.text().strip()[-1500:]
+    return f"the sandboxed child {what}: a fault of the grader's set-up, not of the submission" + (f"; it said:\n{said}" if said else "")
+
+
 def _startup(child: Child, limits: Limits, meanwhile: Callable[[], object], source: bytes, restricted: bool) -> tuple[Verdict, str] | None:
     """None when the child has loaded the submission and found the entry point; else why not.
     meanwhile() is the grader's own work, done while the child loads the submission. The start
     frame carries the hash of the checked text (the child runs only a file with those bytes) and
     whether the capability layer applies."""
     start = {"kind": "start", "sha256": hashlib.sha256(source).hexdigest(), "restricted": restricted}
+    deadline = time.monotonic() + limits.startup_seconds
+    try:  # the runner's hello: until it comes, no code of the submission's has run
+        hello, _ = child.request(start, None, protocol.STARTUP, limits.startup_seconds, meanwhile=meanwhile)
+    except (ChildTimeout, ChildGone, ProtocolError) as error:
+        return Verdict.GRADER_ERROR, _not_started(child, error, limits)
+    if hello["kind"] != "hello":
+        return Verdict.GRADER_ERROR, f"the sandboxed child answered {hello['kind']!r} before it had started (a fault of the grader's child code)"
     try:
-        reply, _ = child.request(start, None, protocol.STARTUP, limits.startup_seconds, meanwhile=meanwhile)
+        reply, _ = child.answer(protocol.LOADED, deadline)
     except ChildTimeout as timeout:
         if timeout.limit == "total":
             return Verdict.TIME_LIMIT_EXCEEDED, TOTAL_LIMIT.format(limits.total_seconds) + " while loading the submission"

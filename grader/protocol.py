@@ -60,7 +60,11 @@ class Expectation:
         return sum(spec.nbytes for spec in self.tensors.values())
 
 
-STARTUP = Expectation(kinds=("ready", "import_failed", "invalid", "forbidden"))
+# The child's first frame, "hello", is the runner's, sent once torch is imported and the guard armed and
+# before the submission is read: a child that ends or stalls before it never ran the submission (a
+# fault of the grader, never the candidate's). Then the answer to the start frame.
+LOADED = Expectation(kinds=("ready", "import_failed", "invalid", "forbidden"))
+STARTUP = Expectation(kinds=("hello", *LOADED.kinds))  # what the reader accepts from a child's start
 FINISH = Expectation(kinds=("finished",))  # after the last case: the guard's last, full check
 
 
@@ -187,6 +191,7 @@ RESULT_FIELDS: dict[str, Callable[[Any, str], Any]] = {
     "forbidden": _text,
 }
 STARTUP_FIELDS: dict[str, tuple[dict[str, Callable[[Any, str], Any]], tuple[str, ...]]] = {
+    "hello": ({"kind": _short_text}, ()),
     "ready": ({"kind": _short_text}, ()),
     "import_failed": ({"kind": _short_text, "error": _text, "memory": _flag}, ("error",)),
     "invalid": ({"kind": _short_text, "message": _text}, ("message",)),

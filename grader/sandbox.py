@@ -339,6 +339,12 @@ class Child:
         self.send(message, tensors, deadline)
         if meanwhile is not None:
             meanwhile()
+        return self.answer(expect, deadline)
+
+    def answer(self, expect: protocol.Expectation, deadline: float) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        """The next frame, checked against `expect`, before the deadline: the answer to a request
+        already sent (or a second frame answering it). Raises as request() does."""
+        self._expect = expect
         reply, received, described = self.receive(deadline)
         try:  # again: a frame the child sent ahead of this request was checked against the previous one
             return protocol.check(reply, described, expect), received

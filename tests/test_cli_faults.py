@@ -84,3 +84,23 @@ def test_a_fault_in_the_middle_of_a_real_run_prints_a_report_and_no_traceback(tm
     report = json.loads(result.stdout)
     assert (report["verdict"], result.returncode) == ("grader_error", 2)
     assert report["message"].startswith("internal error of the grader (not the submission's fault): TypeError")
+
+
+# A child that cannot start (its Python has no torch, its code cannot be read) fails before the
+# runner's hello, so before any code of the submission's ran: the grader's fault in every format.
+NO_TORCH = "import sys; sys.stderr.write(\"ModuleNotFoundError: No module named 'torch'\\n\"); sys.exit(1)"
+
+
+@pytest.mark.parametrize("fmt", ["json", "gradescope"])
+def test_a_child_that_never_starts_is_a_grader_error_never_the_candidates(monkeypatch, capsys, fmt):
+    from grader import sandbox
+
+    monkeypatch.setattr(sandbox, "BOOTSTRAP", NO_TORCH)
+    code = cli.main([str(CORRECT), "--isolation", "process", "--public", "--format", fmt] + (["--allow-default-seed"] if fmt == "gradescope" else []))
+    out, _ = capsys.readouterr()
+    report = json.loads(out)
+    if fmt == "json":
+        assert code == 2 and report["verdict"] == "grader_error", report
+        assert "a fault of the grader's set-up, not of the submission" in report["message"] and "No module named 'torch'" in report["message"]
+    else:  # the student is never scored on it: a hidden test, no points counted as theirs
+        assert [t["visibility"] for t in report["tests"]] == ["hidden"] and report["extra_data"]["verdict"] == "grader_error", report

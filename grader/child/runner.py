@@ -329,6 +329,9 @@ def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.Buffe
     findings, text_frame, explain, count, _exit = guard.findings, guard.text_frame, explain_forbidden, len, os._exit
     read_frame, write_frame, run, told = wire.read_frame, wire.write_frame, run_case, 0
 
+    # Started: torch imported, the guard armed, nothing of the submission's read. A child that ends or
+    # stalls before this frame is the grader's fault (protocol.STARTUP).
+    write_frame(results, {"kind": "hello"})
     # Wait for the grader to finish setting our limits before any submission code runs.
     header, _ = read_frame(requests)
     assert header["kind"] == "start"
