@@ -39,13 +39,12 @@ import re
 import sys
 import typing
 from collections.abc import Callable, Iterable
-from types import CellType, CodeType, FrameType, FunctionType, GenericAlias, ModuleType, TracebackType
+from types import BuiltinFunctionType, CellType, CodeType, FrameType, FunctionType, GenericAlias, ModuleType, TracebackType
 from typing import Any, NoReturn
 
 PREFIX = "__mlm_"  # names the rewrite adds; a file may not use names starting with it
-GETATTR, GETITEM, WRITE, OWN_CLASS, CHECK, SUBJECT, AUGMENTED_ATTRIBUTE, AUGMENTED_ITEM, RESULT, ITEMS = (
-    f"{PREFIX}{n}__" for n in ("getattr", "getitem", "write", "own_class", "check", "subject", "augmented_attribute", "augmented_item", "result", "items")
-)
+NAMES = ("getattr", "getitem", "write", "own_class", "check", "subject", "augmented_attribute", "augmented_item", "result", "items", "unpacked", "decorator")
+GETATTR, GETITEM, WRITE, OWN_CLASS, CHECK, SUBJECT, AUGMENTED_ATTRIBUTE, AUGMENTED_ITEM, RESULT, ITEMS, UNPACKED, DECORATOR = (f"{PREFIX}{n}__" for n in NAMES)
 
 # Names the documented APIs of namedtuple and enum start with an underscore.
 PUBLIC_PRIVATE_NAMES = frozenset({"_make", "_asdict", "_fields", "_replace", "_field_defaults", "_value_", "_name_", "_missing_"})
@@ -72,6 +71,36 @@ _flags_of = type.__dict__["__flags__"].__get__
 _hasattr = hasattr
 _getattr, _setattr, _delattr, _isinstance, _type, _id = getattr, setattr, delattr, isinstance, type, id
 _str, _tuple, _dict = str, tuple, dict
+
+
+def _check_library_metaclasses() -> None:
+    """Every metaclass of the process whose __new__ is written in Python (abc.ABCMeta, enum's,
+    typing's) builds classes from a namespace with the real type.__new__, which no check sees: a
+    chain of library calls run in C (itertools.starmap over abc.ABCMeta.__new__) could build a class
+    that hands numpy a raw address. Each such __new__ is wrapped, once per process, to refuse a
+    namespace with a raw-memory special name first."""
+    pending, seen = [type], set()
+    while pending:
+        for meta in type.__subclasses__(pending.pop()):
+            if _id(meta) in seen:
+                continue
+            seen.add(_id(meta))
+            pending.append(meta)
+            new = _dict_of(meta).get("__new__")
+            if _type(new) is staticmethod and not getattr(new.__func__, "checked", False) and _flags_of(meta) & HEAP_TYPE:
+                _setattr(meta, "__new__", staticmethod(_checking_new(new.__func__)))
+
+
+def _checking_new(original: Callable[..., Any]) -> Callable[..., Any]:
+    def __new__(mcls: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
+        namespace = args[2] if len(args) > 2 else None
+        if _isinstance(namespace, _dict) and not RAW_MEMORY_NAMES.isdisjoint(_dict.copy(namespace)) and _CURRENT:
+            _CURRENT[0].refuse(f"a class ({args[0]}) defining a raw-memory special name, built by {_type_name(mcls)}")
+        return original(mcls, *args, **kwargs)
+
+    __new__.checked = True  # type: ignore[attr-defined]
+    __new__.__wrapped__ = original  # type: ignore[attr-defined]
+    return __new__
 
 
 def _writable_types() -> tuple[type, ...]:
@@ -128,6 +157,7 @@ class Capabilities:
         self._own: list[type] = []  # keeps the classes alive, so that their ids stay theirs
         self._kinds: dict[int, str] = {}  # id of a class -> why its instances are refused ("" if they are not)
         self._kept_kinds: list[type] = []
+        self._raw_classes: dict[int, bool] = {}  # id of a class -> whether it hands out raw memory
         self._checked: dict[int, type] = {}  # id of a metaclass -> its checked stand-in
         self._checked_ids: set[int] = set()
         self._namespaces: set[int] = set()
@@ -135,6 +165,9 @@ class Capabilities:
         self.module_name = ""  # the submission's module, once namespace() is made
         self._substitutes = self._make_substitutes()
         self.guarded_type = self._guarded_type()
+        restricted = self.builtins()
+        for name in (*REFUSED_BUILTINS, "getattr", "hasattr", "setattr", "delattr", "vars", "__import__", "__build_class__"):
+            self._substitutes[_id(getattr(builtins, name))] = restricted[name]
 
     def _make_substitutes(self) -> dict[int, Any]:
         """Library functions that take attribute names as data, handed out as versions that take
@@ -183,6 +216,16 @@ class Capabilities:
             _create_.checked = True  # type: ignore[attr-defined]
             enum.EnumType._create_ = _create_  # type: ignore[method-assign]
 
+        _check_library_metaclasses()
+
+        def type_new(mcs: Any, *args: Any, **kwargs: Any) -> Any:
+            """type.__new__ (reached as super(type, type).__new__): a class built from a namespace
+            is checked as type() checks it, and is the file's own."""
+            if len(args) != 3:
+                return caps.check_value(type.__new__(mcs, *args, **kwargs), "what type.__new__ returned")
+            namespace = caps._file_namespace(args[0], args[2])
+            return caps.own_class(type.__new__(mcs, args[0], args[1], namespace, **kwargs))
+
         def dataclass(cls: Any = None, /, **kwargs: Any) -> Any:
             """dataclasses.dataclass, once the class's field names are checked to be names:
             dataclasses pastes them into code it compiles itself."""
@@ -206,6 +249,7 @@ class Capabilities:
             _id(functools.wraps): wraps,
             _id(dataclasses.dataclass): dataclass,
             _id(typing.get_origin): get_origin,
+            _id(type.__new__): type_new,
         }
 
     # -- what the file owns ---------------------------------------------------------------------
@@ -343,6 +387,8 @@ class Capabilities:
         if verdict == "class":  # a class: a metaclass is handed out as its checked stand-in
             if _module_of(value) == self.module_name:
                 self._is_own_class(value)  # checked as the file's own, whatever built it
+            if self._raw_memory_class(value):
+                self.refuse(f"{what}, the class {_type_name(value)}, which hands numpy or torch a raw memory address")
             return self.checked_metaclass(value) if issubclass(value, type) else value
         if verdict == "dict":
             if _id(value) in self._module_namespaces():
@@ -373,10 +419,20 @@ class Capabilities:
             return f"Python's machinery ({_type_name(kind)}), which leads into the grader's own code"
         if _torch_internal(value):
             return "part of torch's TorchScript and dispatcher internals"
-        for klass in _mro_of(kind):  # a class no check saw (built in C, by the real type), or a library's private one
-            if _flags_of(klass) & HEAP_TYPE and _id(klass) not in self._type_paths and not RAW_MEMORY_NAMES.isdisjoint(_dict_of(klass)):
-                return f"an object of the class {_type_name(kind)}, which hands numpy or torch a raw memory address"
+        if self._raw_memory_class(kind):
+            return f"an object of the class {_type_name(kind)}, which hands numpy or torch a raw memory address"
         return ""
+
+    def _raw_memory_class(self, cls: type) -> bool:
+        """Whether a class made at run time (not a public class of the allowed modules, nor one of
+        C) defines, or inherits from such a class, a special name that hands numpy or torch a raw
+        memory address: one that no check saw being built."""
+        known = self._raw_classes.get(_id(cls))
+        if known is None:
+            known = any(_flags_of(k) & HEAP_TYPE and _id(k) not in self._type_paths and not RAW_MEMORY_NAMES.isdisjoint(_dict_of(k)) for k in _mro_of(cls))
+            self._raw_classes[_id(cls)] = known
+            self._kept_kinds.append(cls)  # its id stays its own
+        return known
 
     def _file_namespace(self, name: Any, namespace: Any) -> Any:
         """A copy of the namespace of a class the file builds without a class statement, checked,
@@ -405,7 +461,10 @@ class Capabilities:
                 namespace = caps._file_namespace(name, namespace)
                 return caps.own_class(meta.__new__(mcs, name, bases, namespace, **kwargs))
 
-            checked = _type(_type_name(meta), (meta,), {"__new__": __new__, "__module__": meta.__module__, "__qualname__": meta.__qualname__})
+            try:
+                checked = _type(_type_name(meta), (meta,), {"__new__": __new__, "__module__": meta.__module__, "__qualname__": meta.__qualname__})
+            except TypeError:  # numpy's _DTypeMeta, say: its classes are built in C, where no check reaches
+                self.refuse(f"the metaclass {_type_name(meta)}, which builds classes where they cannot be checked")
             self._checked[_id(meta)] = checked
             self._checked_ids.add(_id(checked))
             self._kept_kinds += [meta, checked]
@@ -413,10 +472,19 @@ class Capabilities:
 
     def getattr(self, obj: Any, name: str, line: int = 0) -> Any:
         self.check_name(obj, name)
-        return self.checked_attribute(name, _getattr(obj, name))
+        return self.checked_attribute(name, _getattr(obj, name), obj)
 
-    def checked_attribute(self, name: str, value: Any) -> Any:
+    @staticmethod
+    def _metaclass_side(obj: Any) -> bool:
+        """Whether obj is a metaclass, or super() over one (whose __new__ builds classes)."""
+        if _isinstance(obj, super):
+            return issubclass(_super_this(obj), type)
+        return _isinstance(obj, type) and issubclass(obj, type)
+
+    def checked_attribute(self, name: str, value: Any, obj: Any = None) -> Any:
         """The value read as the attribute `name`, checked (its name was checked before the read)."""
+        if name == "__new__" and _type(value) is BuiltinFunctionType and value is not type.__new__ and self._metaclass_side(obj):
+            self.refuse(f"the __new__ of the metaclass {_type_name(obj if _isinstance(obj, type) else _type(obj))}, written in C")
         value = self.check_value(value, f"the attribute {name}")
         return self._class_list(name, value) if name in CLASS_LISTS else value
 
@@ -440,14 +508,24 @@ class Capabilities:
         `type`, a class it built, an object of one)."""
         return self.check_value(value, "a value a call returned")
 
-    def items(self, iterable: Any, unpacked: bool, line: int = 0) -> Any:
-        """The items of a for loop or comprehension, each checked as a call's result is, and with
-        `unpacked` (the target is a tuple or list: for a, b in ...) the values inside each too. For
-        an assignment that unpacks (a, b = ...), `iterable` is the value assigned."""
-        check = self.check_value
-        if unpacked:
-            return map(lambda item: [check(v, "a value unpacked") for v in item], iterable)  # noqa: C417 - lazily, as the loop asks
-        return map(lambda item: check(item, "an item of a loop"), iterable)  # noqa: C417
+    def items(self, iterable: Any, shape: Any, line: int = 0) -> Any:
+        """The items of a for loop or comprehension, each checked as a call's result is, and the
+        values its target unpacks from each (`shape`: 0 for a name, a tuple of shapes for a target
+        a, (b, c), 1 for one with a starred name), lazily, as the loop asks."""
+        return map(lambda item: self.unpacked(item, shape), iterable)  # noqa: C417
+
+    def unpacked(self, value: Any, shape: Any, line: int = 0) -> Any:
+        """value checked, and as many levels inside it as the target it is assigned to unpacks."""
+        if shape == 0:
+            return self.check_value(value, "a value a loop or an assignment gave")
+        values = [self.unpacked(v, 0) for v in value]
+        if shape == 1 or len(values) != len(shape):  # a starred target, or one the unpacking will refuse
+            return values
+        return [self.unpacked(v, inner) for v, inner in zip(values, shape, strict=True)]
+
+    def decorator(self, function: Any, line: int = 0) -> Callable[[Any], Any]:
+        """A decorator, whose result is checked as a call's is (applying it is a call no syntax shows)."""
+        return lambda decorated: self.check_value(function(decorated), "what a decorator returned")
 
     def check(self, value: Any, line: int = 0) -> bool:
         """For a name a class pattern captured: True, or refused."""
@@ -495,7 +573,7 @@ class Capabilities:
                 value = _getattr(obj, name)
             except AttributeError:
                 return default
-            return caps.checked_attribute(name, value)
+            return caps.checked_attribute(name, value, obj)
 
         def hasattr(obj: Any, name: str, /) -> bool:  # noqa: A001
             try:
@@ -599,6 +677,8 @@ class Capabilities:
             SUBJECT: self.subject,
             RESULT: self.result,
             ITEMS: self.items,
+            UNPACKED: self.unpacked,
+            DECORATOR: self.decorator,
             AUGMENTED_ATTRIBUTE: self.augmented_attribute,
             AUGMENTED_ITEM: self.augmented_item,
         }
@@ -643,6 +723,14 @@ def _captures(patterns: Iterable[ast.AST]) -> list[str]:
     return names
 
 
+def _captured_names(node: ast.AST) -> list[str]:
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+        return [node.name]
+    if isinstance(node, ast.MatchMapping) and node.rest:
+        return [node.rest]
+    return []
+
+
 def _dotted_names(pattern: ast.AST) -> list[ast.expr]:
     """The dotted names a pattern reads where the compiler accepts nothing else: class patterns'
     classes, value patterns (case torch.float32:) and mapping keys. Each is refused if it names a
@@ -671,16 +759,26 @@ def _rewrite_match(match: ast.Match) -> None:
         match.subject = _call(SUBJECT, match.subject, match.subject, *dotted)
 
 
+def _shape(target: ast.expr) -> Any:
+    """How deep an assignment target unpacks: 0 for a name (or attribute, subscript), a tuple of
+    the shapes of its parts for a, (b, c), 1 for a target with a starred part."""
+    if not isinstance(target, (ast.Tuple, ast.List)):
+        return 0
+    if any(isinstance(e, ast.Starred) for e in target.elts):
+        return 1
+    return tuple(_shape(e) for e in target.elts)
+
+
 def _rewrite_case(case: ast.match_case) -> None:
-    """A class pattern reads attributes where no call can be put: every name it captures is checked
-    before the case's own guard and body (a refusal ends the run, whatever the file catches)."""
-    captured: list[str] = []
+    """A pattern reads attributes and items where no call can be put: every name it captures is
+    checked before the case's own guard and body (a refusal ends the run, whatever the file catches)."""
     for node in ast.walk(case.pattern):
         if isinstance(node, ast.MatchClass):
             for attribute in node.kwd_attrs:
                 if attribute.startswith("_"):
                     raise RefusedSyntax(node.lineno, f"a class pattern reading the private or special attribute {attribute}")
-            captured += _captures([*node.patterns, *node.kwd_patterns])
+            _captures([*node.patterns, *node.kwd_patterns])  # refuses a class pattern inside a class pattern
+    captured = [name for node in ast.walk(case.pattern) for name in _captured_names(node)]
     if captured:
         checks = [_call(CHECK, case.pattern, ast.Name(id=name, ctx=ast.Load())) for name in captured]
         values = [*checks, *([case.guard] if case.guard else [])]
@@ -695,10 +793,11 @@ def _rewrite_child(node: ast.AST) -> ast.AST:
         node.checked = True  # type: ignore[attr-defined] - visited again as the argument of its check
         return _call(RESULT, node, node)
     if isinstance(node, ast.For) or (isinstance(node, ast.comprehension) and not node.is_async):
-        unpacked = ast.Constant(isinstance(node.target, (ast.Tuple, ast.List)))
-        node.iter = _call(ITEMS, node.iter, node.iter, unpacked)
+        node.iter = _call(ITEMS, node.iter, node.iter, ast.Constant(_shape(node.target)))
     elif isinstance(node, ast.Assign) and all(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
-        node.value = _call(ITEMS, node, node.value, ast.Constant(False))  # a, b = ...: the values unpacked, checked
+        node.value = _call(UNPACKED, node, node.value, ast.Constant(_shape(node.targets[0])))  # a, (b, c) = ...
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        node.decorator_list = [d if isinstance(d, ast.Name) and d.id.startswith(PREFIX) else _call(DECORATOR, d, d) for d in node.decorator_list]
     if isinstance(node, ast.Attribute):
         if isinstance(node.ctx, ast.Load):
             return _call(GETATTR, node, node.value, ast.Constant(node.attr))
