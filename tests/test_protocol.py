@@ -184,7 +184,11 @@ def test_long_error_texts_are_cut_not_refused():
         ({"kind": "import_failed", "error": "boom", "memory": False}, {}, None),
         ({"kind": "invalid", "message": "no function"}, {}, None),
         ({"kind": "forbidden", "forbidden": "used the function torch.softmax (line 2 of solution.py)"}, {}, None),
-        ({"kind": "result", "name": "public_tiny"}, {}, "a frame of kind 'result' where 'hello' or 'ready' or 'import_failed' or 'invalid' or 'forbidden' was expected"),
+        (
+            {"kind": "result", "name": "public_tiny"},
+            {},
+            "a frame of kind 'result' where 'hello' or 'ready' or 'import_failed' or 'invalid' or 'forbidden' was expected",
+        ),
         ({"kind": "forbidden"}, {}, "the header lacks the field 'forbidden'"),
         ({"kind": "import_failed", "error": "boom", "forbidden": "x"}, {}, "a field the grader does not know: 'forbidden'"),
         ({"kind": "import_failed", "error": ["boom"]}, {}, "the header.error must be a string, not a list"),
