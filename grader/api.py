@@ -23,9 +23,10 @@ from types import TracebackType
 from typing import Any
 
 from grader import batch, judge, results
+from grader.cli import internal_error
 from grader.formats.json import to_json
 from grader.seeding import SeedRefused, secret_from
-from grader.spec import Spec, load_spec
+from grader.spec import Spec, load_spec, setup_fault
 
 SOURCE_NAME = "submission.py"  # the file name the submission is graded under
 
@@ -87,8 +88,17 @@ class Grader:
     grade_source call does: starting the pool's server costs more than one child)."""
 
     def __init__(self, *, jobs: int | None = None, seed: str | None = None, public_only: bool = False, warm: bool = True) -> None:
-        self._pool = _pool(seed, public_only, jobs or batch.default_jobs())
-        self._warm, self.warm_note = batch.start_warm_pool(self._pool.spec, self._pool.backend) if warm else (None, "")
+        # A broken set-up (the spec file, the reference, the grader's packages) is no caller's mistake and no
+        # submission's: every report is then a grader_error saying so (setup_fault), never an exception here.
+        self.setup_fault = ""
+        self._pool: batch.Pool | None = None
+        try:
+            self._pool = _pool(seed, public_only, jobs or batch.default_jobs())
+        except Exception as error:
+            if not setup_fault(error):
+                raise
+            self.setup_fault = internal_error(error)
+        self._warm, self.warm_note = batch.start_warm_pool(self._pool.spec, self._pool.backend) if warm and self._pool else (None, "")
         self._folder = tempfile.TemporaryDirectory(prefix="mlm-grader-sources-")  # mode 0700: private
         self._numbers = itertools.count()  # each source its own folder, so that calls may overlap
 
@@ -105,6 +115,9 @@ class Grader:
             self._warm = None
         self._folder.cleanup()
 
+    def _fault(self, submission: str) -> results.Report:
+        return results.Report(results.Verdict.GRADER_ERROR, self.setup_fault, submission, "", "")
+
     def _own_folder(self) -> Path:
         folder = Path(self._folder.name)
         if not folder.is_dir():
@@ -116,6 +129,9 @@ class Grader:
     def grade(self, source: str | bytes) -> Report:
         """The report of one submission's source text (report.submission is "<source>")."""
         own = self._own_folder()
+        if self._pool is None:
+            shutil.rmtree(own, ignore_errors=True)
+            return Report.of(self._fault("<source>"), "")
         try:
             report = self._pool.grade_file(_write(own, source), warm=self._warm)
         finally:
@@ -129,13 +145,18 @@ class Grader:
         position ("0", "1", ...). Sources are read from `sources` only as a job frees up; stopping
         the iteration early ends the running gradings."""
         keyed = sources.items() if isinstance(sources, Mapping) else ((str(i), s) for i, s in enumerate(sources))
+        if self._pool is None:
+            for key, _ in keyed:
+                yield Report.of(self._fault(f"<source {key}>"), str(key))
+            return
+        pool = self._pool
 
         def files() -> Iterator[tuple[tuple[str, Path], Path]]:
             for key, source in keyed:
                 own = self._own_folder()
                 yield (str(key), own), _write(own, source)
 
-        for (key, own), report in self._pool.map(files(), warm=self._warm):
+        for (key, own), report in pool.map(files(), warm=self._warm):
             shutil.rmtree(own, ignore_errors=True)  # only the sources being graded are on disk
             report.submission = f"<source {key}>"
             yield Report.of(report, key)

@@ -49,7 +49,7 @@ from grader.report import hints
 from grader.results import PASSED, CaseResult, Report, Verdict
 from grader.sandbox import Child
 from grader.seeding import SeedRefused, take_seed
-from grader.spec import SPEC_PATH, Scoring, Spec, load_spec, seed_public_id
+from grader.spec import SPEC_PATH, Scoring, SetupError, Spec, load_spec, seed_public_id, setup_fault
 
 EXIT_DONE, EXIT_USAGE = 0, 2
 POLL_SECONDS = 0.2  # how often a waiting batch looks for a stop request
@@ -103,6 +103,8 @@ class _Cancel:
 
 
 def grader_error(path: Path, seed_id: str, backend: str, error: Exception) -> Report:
+    if setup_fault(error):
+        return Report(Verdict.GRADER_ERROR, internal_error(error), str(path), seed_id, backend)
     where = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
     at = f" (at {Path(where.filename).name}:{where.lineno})" if where else ""
     message = (
@@ -653,9 +655,9 @@ class Feedback:
 def run(args: argparse.Namespace, stop: _Stop, out: TextIO) -> int:
     try:
         spec_bytes = args.spec.read_bytes()
-        spec = load_spec(args.spec.resolve())
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise UsageError(f"cannot use the spec file {args.spec}: {error}") from None
+    except OSError as error:
+        raise SetupError(f"the spec file {args.spec} cannot be read ({error.strerror or error})") from None
+    spec = load_spec(args.spec.resolve())  # SetupError: the grader's set-up, reported by main()
     counting = Counting(spec.scoring, args.points)
     shard = parse_shard(args.shard) if args.shard else None
     for target, option in ((args.csv, "--csv"), (args.feedback, "--feedback")):
@@ -774,9 +776,12 @@ def main(argv: list[str]) -> int:
             )
             return EXIT_USAGE
         except Exception as error:  # noqa: BLE001 - e.g. the reference does not import: the grader's fault, never a traceback
+            # The whole batch stops at once: every submission would get the same grader_error, and no line of it is
+            # written, so that the gradebook never holds a row the grader did not decide and a rerun grades them all.
+            what = "the grader's set-up is broken" if setup_fault(error) else "the grader failed"
             print(
-                f"grader batch: {internal_error(error)}. No submission is blamed: the lines written so far are kept; fix the grader's "
-                "installation and run the same command again to resume",
+                f"grader batch: grader_error: {what}, so no submission was graded and none is blamed: {internal_error(error).rstrip('.')}. "
+                "The lines written so far are kept; run the same command again to resume",
                 file=sys.stderr,
             )
             return EXIT_USAGE

@@ -18,7 +18,7 @@ from grader.isolation import ISOLATION_LEVELS
 from grader.judge import STRONG_BACKENDS, grade
 from grader.results import Report, Verdict
 from grader.seeding import SeedRefused, take_seed
-from grader.spec import SPEC_PATH, Spec, load_spec
+from grader.spec import SPEC_PATH, Spec, load_spec, setup_fault
 
 EXIT_ACCEPTED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
@@ -183,8 +183,18 @@ def main(argv: list[str] | None = None) -> int:
         return emit(report, fmt, None, args)
 
 
+SETUP_FAULT = "grader set-up error (not the submission's fault)"
+SETUP_FIX = (
+    "Fix the grader's installation (the spec file, reference/ beside grader/, the packages of requirements.txt in the grader's Python; "
+    "`make grade` sets these up), then grade again"
+)
+
+
 def internal_error(error: BaseException) -> str:
-    """What a grader needs to report a fault of the grader: the exception and where it arose."""
+    """What a grader needs to report a fault of the grader: the exception and where it arose, or,
+    for a broken set-up (grader.spec.setup_fault), what is broken and what to fix."""
+    if setup_fault(error):
+        return f"{SETUP_FAULT}: {error}. {SETUP_FIX}."
     frames = traceback.extract_tb(error.__traceback__)
     where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
     return f"internal error of the grader (not the submission's fault): {type(error).__name__}: {error}{where}"
@@ -218,15 +228,13 @@ def emit(report: Report, fmt: str, spec: Spec | None, args: argparse.Namespace) 
         staff=args.staff,
     )
     try:
-        if spec is None:
-            raise RuntimeError("the spec could not be read")
         rendered = render(report, fmt, spec, options)
         log = render(report, "text", spec, options) if args.output and fmt != "text" else None
     except Exception as error:  # noqa: BLE001 - never a traceback, and never the candidate's fault
         if report.verdict != Verdict.GRADER_ERROR:
             report = Report(Verdict.GRADER_ERROR, internal_error(error), report.submission, report.seed_id, report.isolation)
         try:
-            rendered = render(report, fmt, spec, options) if spec is not None else minimal_report(report, fmt)
+            rendered = render(report, fmt, spec, options)
         except Exception:  # noqa: BLE001
             rendered = minimal_report(report, fmt)
         log = None
@@ -252,9 +260,12 @@ def emit(report: Report, fmt: str, spec: Spec | None, args: argparse.Namespace) 
 def _main(args: argparse.Namespace, fmt: str) -> int:
     try:
         spec = load_spec(args.spec.resolve())
-    except Exception as error:  # noqa: BLE001 - any fault of the file (TOML, missing keys, wrong types) is the operator's to fix
-        print(f"grader: cannot use the spec file {args.spec}: {type(error).__name__}: {error}", file=sys.stderr)
-        return EXIT_USAGE
+    except Exception as error:  # noqa: BLE001 - any fault of the file (TOML, missing keys, wrong types) is the grader's set-up
+        # A report all the same, in the requested format: a platform must get a grader_error, never nothing.
+        report = Report(Verdict.GRADER_ERROR, internal_error(error), str(args.submission or ""), "", "")
+        if fmt != "text" or args.output:  # the report is for a program: say it to the person too
+            print(f"grader: {report.message}", file=sys.stderr)
+        return emit(report, fmt, None, args)
     if args.save_public:
         try:
             return save_public_cases(spec, args.save_public)

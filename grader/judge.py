@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from grader import isolation, policy, protocol
 from grader.protocol import ProtocolError, need
-from grader.results import NOT_RUN, PASSED, CaseResult, Report, Verdict
+from grader.results import PASSED, CaseResult, Report, Verdict, deciding_case
 from grader.sandbox import Child, ChildGone, ChildTimeout, Exit, ProcessChild
 from grader.spec import Limits, Spec, seed_public_id
 
@@ -330,11 +330,9 @@ def _finish(child: Child, limits: Limits, last: CaseResult) -> None:
 
 def overall(results: list[CaseResult]) -> tuple[Verdict, str]:
     """A forbidden operator anywhere decides; otherwise the first failing case does."""
-    failed = [r for r in results if not r.passed and r.status != NOT_RUN]
-    if not failed:
+    first = deciding_case(results)
+    if first is None:
         return Verdict.ACCEPTED, f"all {len(results)} cases passed"
-    forbidden = [r for r in failed if r.status == Verdict.FORBIDDEN_API]
-    first = forbidden[0] if forbidden else failed[0]
     passed = sum(r.passed for r in results)
     return Verdict(first.status), f"case {first.name} failed ({passed} of {len(results)} cases passed): {first.message}"
 

@@ -73,6 +73,14 @@ class CaseResult:
             self.staff_message, self.message = self.message, shown
 
 
+def deciding_case(results: list[CaseResult]) -> CaseResult | None:
+    """The case whose failure gives a judged run its verdict: a forbidden operator anywhere, else the
+    first failing case (cases never run do not count); None when none failed."""
+    failed = [r for r in results if not r.passed and r.status != NOT_RUN]
+    forbidden = [r for r in failed if r.status == Verdict.FORBIDDEN_API]
+    return forbidden[0] if forbidden else (failed[0] if failed else None)
+
+
 @dataclass
 class Report:
     verdict: Verdict

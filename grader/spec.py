@@ -17,13 +17,36 @@ PROBE_FAMILY = "probes"  # the hidden cases the diagnosis reads (grader/diagnosi
 CHILD_POLICY = ("allowed_imports", "allowed_submodules", "forbidden_functions", "forbidden_operators", "forbidden_attributes", "readable_dunders")
 
 
+class SetupError(ValueError):
+    """The grader's own set-up cannot be used (its spec file): no submission can be graded and none is
+    to blame, so every path reports grader_error. A ValueError, as the spec's faults were before."""
+
+
+class MissingReference(ImportError):
+    """The hidden reference does not import: the grader's set-up is incomplete. An ImportError, as a
+    candidate's kit (which has no reference/) expects."""
+
+
+def setup_fault(error: BaseException) -> bool:
+    """True when error says the grader's set-up is broken rather than a submission: its spec file, its
+    reference, or a module the grader's own process cannot import (torch, numpy: the submission runs
+    in a child, so an ImportError here is never the submission's)."""
+    return isinstance(error, SetupError | ImportError)
+
+
 def hidden_module(name: str) -> Any:
     """A module of reference/, the hidden reference beside grader/ in the checkout, whatever folder
-    the grader runs from (ModuleNotFoundError in a candidate's kit, which has no reference/). It is
-    not installed as a package: only the grader's own process finds it, by the checkout's path."""
+    the grader runs from (MissingReference, an ImportError, in a candidate's kit, which has no
+    reference/). It is not installed as a package: only the grader's own process finds it, by the
+    checkout's path."""
     if str(ROOT) not in sys.path:
         sys.path.append(str(ROOT))
-    return importlib.import_module(name)
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        raise MissingReference(
+            f"the hidden reference module {name} cannot be imported from {ROOT / 'reference'} ({type(error).__name__}: {error})", name=name
+        ) from error
 
 
 def seed_public_id(seed: str) -> str:
@@ -191,5 +214,10 @@ def _flag(table: dict[str, Any], key: str, default: bool = False) -> bool:
 
 @cache
 def load_spec(path: Path = SPEC_PATH) -> Spec:
-    with open(path, "rb") as f:
-        return parse_spec(tomllib.load(f))
+    """The spec at path; SetupError, saying which file and why, when it cannot be read or used."""
+    try:
+        with open(path, "rb") as f:
+            return parse_spec(tomllib.load(f))
+    except Exception as error:  # noqa: BLE001 - a missing file, bad TOML, a missing key, a wrong type: all the set-up's
+        why = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise SetupError(f"the spec file {path} cannot be used ({type(error).__name__}: {why})") from error

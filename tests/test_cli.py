@@ -88,11 +88,12 @@ def test_missing_file_is_a_usage_error():
     assert result.returncode == 2 and "no such file" in result.stderr
 
 
-def test_unusable_spec_is_a_usage_error(tmp_path):
+def test_unusable_spec_is_a_grader_error_of_the_set_up(tmp_path):
     bad = tmp_path / "spec.toml"
     bad.write_text("this is = not [valid toml")
     result = run_grader(str(CORRECT), "--spec", str(bad))
-    assert result.returncode == 2 and "cannot use the spec file" in result.stderr
+    assert result.returncode == 2 and "Verdict:    GRADER_ERROR" in result.stdout and "Traceback" not in result.stdout + result.stderr
+    assert f"grader set-up error (not the submission's fault): the spec file {bad} cannot be used (TOMLDecodeError" in result.stdout
 
 
 @pytest.mark.parametrize(

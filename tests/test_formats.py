@@ -9,8 +9,10 @@ with the standard library and checked against the structure CI systems read (Ant
 """
 
 import dataclasses
+import functools
 import json
 import math
+import operator
 import os
 import re
 import subprocess
@@ -29,7 +31,7 @@ from grader.formats.gradescope import to_gradescope
 from grader.formats.junit import render_junit
 from grader.formats.points import marks, rejected_as_a_whole
 from grader.formats.prairielearn import to_prairielearn
-from grader.results import NOT_RUN, PASSED, CaseResult, Report, Verdict
+from grader.results import NOT_RUN, PASSED, CaseResult, Report, Verdict, deciding_case
 from grader.spec import ROOT, Scoring, load_spec, parse_spec
 from tests.grading import SUBMISSIONS, run_grader
 
@@ -63,7 +65,8 @@ GRADESCOPE_TEST = {
         "visibility": VISIBILITY,
         "extra_data": {"type": "object"},
     },
-    "required": ["name", "number", "score", "max_score", "status", "output", "tags", "visibility"],
+    # score and max_score only under per-case scoring (grader/formats/gradescope.py): checked below
+    "required": ["name", "number", "status", "output", "tags", "visibility"],
 }
 GRADESCOPE_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -118,7 +121,7 @@ PRAIRIELEARN_SCHEMA = {
                     "output": {"type": "string"},
                     "images": IMAGES,
                 },
-                "required": ["name", "description", "points", "max_points", "message", "output"],
+                "required": ["name", "description", "message", "output"],  # points: per-case scoring only
             },
         },
         # Any other field is allowed by PrairieLearn; these are this grader's.
@@ -202,14 +205,15 @@ def test_gradescope_results_follow_the_specification_and_add_up(name):
     report = report_of(name)
     assert results["extra_data"]["verdict"] == report["verdict"] == VERDICTS[name]
     tests = results["tests"]
-    assert math.isclose(sum(t["score"] for t in tests), results["score"], abs_tol=1e-9)
-    assert math.isclose(sum(t["max_score"] for t in tests), 100.0, abs_tol=1e-9) and results["extra_data"]["max_score"] == 100.0
+    assert results["extra_data"]["max_score"] == 100.0 and results["extra_data"]["scoring"] == "all_or_nothing"
     assert results["score"] == (100.0 if name == "correct" else 0.0)  # the spec's scoring is all or nothing
     assert results["stdout_visibility"] == "hidden" and results["output_format"] == "md"
-    assert report["message"].splitlines()[0] in results["output"]
     if name in WHOLE:
+        assert report["message"].splitlines()[0] in results["output"]
         assert len(tests) == 1 and tests[0]["status"] == "failed" and tests[0]["output"] == report["message"]
+        assert (tests[0]["score"], tests[0]["max_score"]) == (0.0, 100.0)  # nothing earned of the whole: true
         return
+    assert not [t for t in tests if "score" in t or "max_score" in t]  # all or nothing: no case earns points of its own
     assert [t["name"] for t in tests] == [c["name"] for c in report["cases"]]
     assert [t["number"] for t in tests] == [str(i) for i in range(1, len(tests) + 1)]
     for test, case in zip(tests, report["cases"], strict=True):
@@ -227,14 +231,13 @@ def test_prairielearn_results_follow_the_specification_and_add_up(name):
     report = report_of(name)
     assert results["verdict"] == report["verdict"]
     assert results["gradable"] is (name != "compile_error")  # no attempt used for a file that cannot be graded
-    points, available = sum(t["points"] for t in results["tests"]), sum(t["max_points"] for t in results["tests"])
-    assert math.isclose(available, 100.0, abs_tol=1e-9) and math.isclose(results["score"], points / available, abs_tol=1e-9)
-    assert results["score"] == (1.0 if name == "correct" else 0.0)
-    assert report["message"] in results["output"]
+    assert results["score"] == (1.0 if name == "correct" else 0.0)  # the spec's scoring is all or nothing
     if name in WHOLE:
-        assert len(results["tests"]) == 1
+        assert report["message"] in results["output"]
+        assert len(results["tests"]) == 1 and (results["tests"][0]["points"], results["tests"][0]["max_points"]) == (0.0, 100.0)
     else:
         assert [t["name"] for t in results["tests"]] == [c["name"] for c in report["cases"]]
+        assert not [t for t in results["tests"] if "points" in t or "max_points" in t]  # no case earns points of its own
 
 
 def check_junit_structure(element: ET.Element) -> None:
@@ -347,7 +350,102 @@ def test_shares_are_hundredths_that_add_up_exactly():
     report = Report(Verdict.ACCEPTED, "all passed", "s.py", "id", "process", cases=[case(f"c{i}", "basic", PASSED) for i in range(7)])
     result = marks(report, Scoring(), 100)
     assert sum(round(x * 100) for x in result.available) == 10000 and result.total == 100.0
-    assert all(round(x * 100) == x * 100 for x in result.available) and max(result.available) - min(result.available) <= 0.011
+    assert all(round(x * 100) == x * 100 for x in result.available[:-1]) and max(result.available) - min(result.available) <= 0.011
+    assert abs(result.available[-1] * 100 - round(result.available[-1] * 100)) < 1e-9  # the last: hundredths but for the sum's rounding
+
+
+def in_order(values: list[float]) -> float:
+    """values added as floats one after the other, as Gradescope, PrairieLearn or a spreadsheet adds a column."""
+    return functools.reduce(operator.add, values, 0.0)
+
+
+@pytest.mark.parametrize("points", [100.0, 10.0, 7.5, 3.33, 1.0, 0.3, 99.99, 12.34])
+@pytest.mark.parametrize("count", [1, 2, 3, 7, 30, 46, 47])
+def test_the_tests_maxima_add_up_to_exactly_the_points(points, count):
+    # 10 points over 46 cases added up to 10.000000000000005 before the last test took the rounding.
+    families = ["basic", "edge_shapes", "float64"]
+    cases = [case(f"c{i}", families[i % 3], PASSED if i % 2 else Verdict.WRONG_ANSWER) for i in range(count)]
+    report = Report(Verdict.WRONG_ANSWER, "case c0 failed", "s.py", "id", "process", cases=cases)
+    for weights in ({}, {"edge_shapes": 3.0, "float64": 0.5}):
+        scoring = Scoring("per_case", weights)
+        gradescope = to_gradescope(report, scoring, points)
+        maxima = [t["max_score"] for t in gradescope["tests"]]
+        assert in_order(maxima) == points == gradescope["extra_data"]["max_score"], maxima
+        assert all(abs(m * 100 - round(m * 100)) < 1e-6 for m in maxima)  # each is its hundredths of a point, shown as such
+        for test in gradescope["tests"]:  # a passed case earns its whole maximum, a failed one nothing
+            assert test["score"] == (test["max_score"] if test["status"] == "passed" else 0.0)
+        prairielearn = to_prairielearn(report, scoring, points)
+        assert in_order([t["max_points"] for t in prairielearn["tests"]]) == points
+        assert [t["max_points"] for t in prairielearn["tests"]] == maxima
+        assert prairielearn["score"] == gradescope["score"] / points
+
+
+def test_under_all_or_nothing_a_passed_case_shows_no_points_it_did_not_lose():
+    cases = [case("ok", "basic", PASSED, public=True), case("bad", "basic", Verdict.WRONG_ANSWER, public=True, message="values differ")]
+    wrong = Report(Verdict.WRONG_ANSWER, "case bad failed (1 of 2 cases passed): values differ", "s.py", "id", "process", cases=cases)
+    right = Report(Verdict.ACCEPTED, "all 2 cases passed", "s.py", "id", "process", cases=[case(n, "basic", PASSED) for n in ("a", "b")])
+    for report, score in ((wrong, 0.0), (right, 10.0)):
+        gradescope = to_gradescope(report, Scoring(), 10)
+        jsonschema.validate(gradescope, GRADESCOPE_SCHEMA)
+        assert gradescope["score"] == score  # the top-level score is the points (the specification lets it stand alone)
+        assert not [t for t in gradescope["tests"] if "score" in t or "max_score" in t]  # never "0.0 / 5.0" beside "passed"
+        assert f"{score:g} of 10 points" in gradescope["output"]
+        prairielearn = to_prairielearn(report, Scoring(), 10)
+        jsonschema.validate(prairielearn, PRAIRIELEARN_SCHEMA)
+        assert prairielearn["score"] == score / 10 and not [t for t in prairielearn["tests"] if "points" in t or "max_points" in t]
+    assert [t["status"] for t in to_gradescope(wrong, Scoring(), 10)["tests"]] == ["passed", "failed"]
+    assert "(all or nothing: every case must pass)" in to_gradescope(wrong, Scoring(), 10)["output"]
+    assert [t["message"] for t in to_prairielearn(wrong, Scoring(), 10)["tests"]] == ["passed", "Wrong answer"]
+
+
+SECRET_NAME = "hidden_case_named_after_its_inputs"
+SECRET_MESSAGE = "raised an exception (the message of a hidden case is not shown)"
+
+
+def hidden_decides() -> Report:
+    """A judged run whose verdict a hidden case decided: a public case passed, the hidden one raised."""
+    cases = [case("public_one", "basic", PASSED, public=True), case(SECRET_NAME, "basic", Verdict.RUNTIME_ERROR, message=SECRET_MESSAGE)]
+    cases[1].check = "exception"
+    message = f"case {SECRET_NAME} failed (1 of 2 cases passed): {SECRET_MESSAGE}"
+    return Report(Verdict.RUNTIME_ERROR, message, "s.py", "id", "process", cases=cases)
+
+
+@pytest.mark.parametrize("visibility", ["hidden", "after_due_date", "after_published"])
+def test_the_always_visible_output_does_not_name_a_hidden_case_before_its_test_is_shown(visibility):
+    gradescope = to_gradescope(hidden_decides(), Scoring(), 10, visibility)
+    assert gradescope["visibility"] == "visible"  # the top level: every student sees it at once
+    assert SECRET_NAME not in gradescope["output"] and "raised an exception" not in gradescope["output"]
+    assert "1 of 2 cases passed; the first failing case is hidden" in gradescope["output"]
+    when = {"hidden": "staff only", "after_due_date": "after the due date", "after_published": "once the grades are published"}
+    assert when[visibility] in gradescope["output"]
+    hidden_test = gradescope["tests"][1]  # what went wrong is in the hidden case's own test, shown when its visibility says
+    assert (hidden_test["name"], hidden_test["output"], hidden_test["visibility"]) == (SECRET_NAME, SECRET_MESSAGE, visibility)
+    prairielearn = to_prairielearn(hidden_decides(), Scoring(), 10)
+    for text in (prairielearn["message"], prairielearn["output"]):
+        assert SECRET_NAME not in text and "raised an exception" not in text
+    assert "the first failing case is hidden: its test below says what went wrong" in prairielearn["output"]
+    assert prairielearn["tests"][1]["output"] == SECRET_MESSAGE
+
+
+def test_the_visible_output_names_a_public_failure_and_a_hidden_one_visible_at_once():
+    public_first = hidden_decides()
+    public_first.cases[0].status, public_first.cases[0].message = Verdict.WRONG_ANSWER, "values differ at [0, 1]"
+    public_first.message = "case public_one failed (0 of 2 cases passed): values differ at [0, 1]"
+    assert public_first.message in to_gradescope(public_first, Scoring(), 10)["output"]  # a public case is the student's to read
+    assert public_first.message in to_prairielearn(public_first, Scoring(), 10)["output"]
+    assert hidden_decides().message in to_gradescope(hidden_decides(), Scoring(), 10, "visible")["output"]  # its test is shown at once too
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_no_real_report_names_its_deciding_hidden_case_in_the_visible_output(name):
+    report = reports()[name]
+    first = deciding_case(report.cases) if not rejected_as_a_whole(report) else None
+    gradescope, prairielearn = json.loads(rendered(name, "gradescope")), json.loads(rendered(name, "prairielearn"))
+    if first is None or first.public:
+        assert report.message.splitlines()[0] in gradescope["output"] and report.message in prairielearn["output"]
+    else:
+        for text in (gradescope["output"], prairielearn["message"], prairielearn["output"]):
+            assert first.name not in text and "the first failing case is hidden" in gradescope["output"]
 
 
 def test_a_failed_start_is_one_explanatory_entry_scoring_zero():

@@ -243,3 +243,29 @@ def test_a_lone_surrogate_or_control_characters_in_an_exception_leave_a_gradable
     jsonschema.validate(results, GRADESCOPE_SCHEMA)
     assert results["extra_data"]["verdict"] == "runtime_error" and results["score"] == 0.0, run.stdout
     assert "\x1b" not in run.stdout and "\x1b" not in json.dumps(results, ensure_ascii=False)
+
+
+# --- The README's container commands, checked without the image (make container-test runs them) ----
+
+
+def test_the_readmes_container_commands_are_the_container_tests_and_keep_the_walls():
+    from tests.container import check_container
+
+    readme = (ROOT / "README.md").read_text()
+    lines = [check_container.OWNER_LINE, check_container.BATCH_LINE, *check_container.shard_lines()]
+    lines += check_container.GRADESCOPE_LINES + check_container.PRAIRIELEARN_LINES
+    assert not [line for line in lines if line not in readme]  # word for word, or the container test fails
+    # The results folder is given to the image's user by the documented command itself, before the batch
+    # (without it: "cannot open --out /results/results.jsonl: Permission denied"), in a one-off chown container;
+    # the grading container keeps its walls and gains no capability for it.
+    assert check_container.OWNER_LINE.endswith('--entrypoint chown -v "$CLASS/results:/results" mlm-grader:latest mlm-grader:mlm-grader /results')
+    assert readme.index(check_container.OWNER_LINE) < readme.index(check_container.BATCH_LINE)
+    assert check_container.WALLS in check_container.BATCH_LINE and "CHOWN" not in check_container.BATCH_LINE
+    assert "install -d -o" not in readme  # the host-side chown worked only as root on the host
+
+
+def test_trial_folders_live_outside_the_checkout_or_are_ignored():
+    readme = (ROOT / "README.md").read_text()
+    assert "$PWD/trial" not in readme and readme.count("${TMPDIR:-/tmp}/mlm-trial/") >= 4
+    ignored = subprocess.run(["git", "check-ignore", "-q", "trial/autograder/source/secret_seed"], cwd=ROOT)
+    assert ignored.returncode == 0  # an old trial folder in the checkout (a seed beside it) is never committed

@@ -15,8 +15,8 @@ from grader.formats.junit import render_junit
 from grader.formats.points import DEFAULT_POINTS
 from grader.formats.prairielearn import render_prairielearn
 from grader.formats.text import render_text
-from grader.results import Report
-from grader.spec import Spec
+from grader.results import Report, Verdict
+from grader.spec import Scoring, Spec
 
 FORMATS = ("text", "json", "gradescope", "prairielearn", "junit")
 PLATFORM_FORMATS = ("gradescope", "prairielearn")  # they grade for a course: a secret seed is required
@@ -38,18 +38,23 @@ class Options:
     staff: bool = False
 
 
-def render(report: Report, fmt: str, spec: Spec, options: Options) -> str:
+def render(report: Report, fmt: str, spec: Spec | None, options: Options) -> str:
     """The report in format `fmt` (one of FORMATS), as text ready to print or write to a file; the
     platform formats share points by the spec's [scoring]. What the candidate may not read (see
-    CaseResult.withhold) is shown only with options.staff, and never in a platform's results.json."""
+    CaseResult.withhold) is shown only with options.staff, and never in a platform's results.json.
+    spec None (it could not be read): only a grader_error report renders (it earns no points, so the
+    default scoring shares nothing)."""
+    if spec is None and report.verdict != Verdict.GRADER_ERROR:
+        raise ValueError("without a spec only a grader_error report can be rendered")
+    scoring = spec.scoring if spec is not None else Scoring()
     if fmt == "text":
         return render_text(report, spec, verbose=options.verbose, staff=options.staff)
     if fmt == "json":
         return render_json(report, staff=options.staff)
     if fmt == "gradescope":
-        return render_gradescope(report, spec.scoring, options.points, options.hidden_visibility)
+        return render_gradescope(report, scoring, options.points, options.hidden_visibility)
     if fmt == "prairielearn":
-        return render_prairielearn(report, spec.scoring, options.points, options.gradable_compile_errors)
+        return render_prairielearn(report, scoring, options.points, options.gradable_compile_errors)
     if fmt == "junit":
         return render_junit(report, staff=options.staff)
     raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")

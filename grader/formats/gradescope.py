@@ -2,19 +2,31 @@
 
 Only the specification's fields are used; what Gradescope has no field for (the verdict, the maximum,
 the seed's public id, warnings) goes in `extra_data`, which Gradescope stores without showing it.
+
+Points: the top-level `score` is always the submission's points (the specification lets it stand for
+the tests' scores). Under per-case scoring each test carries `score` and `max_score`, the maxima adding
+up to exactly `--points`. Under all-or-nothing scoring a test earns nothing on its own, so it carries
+no points at all, only its `status` (both fields are optional in the specification): a passed case
+shown as "0.0 / 0.22" would tell the student something false.
 """
 
 import json
 import re
 from typing import Any
 
-from grader.formats.points import DEFAULT_POINTS, GRADER_FAULT, TITLES, case_output, marks, rejected_as_a_whole, summary
+from grader.formats.points import DEFAULT_POINTS, GRADER_FAULT, TITLES, case_output, marks, rejected_as_a_whole, submission_message, summary
 from grader.formats.safe import printable_data
 from grader.results import Report, Verdict
 from grader.spec import Scoring
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 DEFAULT_HIDDEN_VISIBILITY = "after_published"
+# Said in the always-visible output when a hidden case decided the verdict (not for "visible").
+HIDDEN_TEST_SHOWN = {
+    "hidden": "its test is shown to course staff only",
+    "after_due_date": "its test says what went wrong after the due date",
+    "after_published": "its test says what went wrong once the grades are published",
+}
 
 
 def _fenced(text: str) -> str:
@@ -24,13 +36,16 @@ def _fenced(text: str) -> str:
     return f"{fence}text\n{text.rstrip()}\n{fence}"
 
 
-def _output(report: Report, line: str) -> str:
-    """The submission-wide output in Markdown: the summary, the verdict's message, the diagnosis and the hints."""
+def _output(report: Report, line: str, hidden_visibility: str) -> str:
+    """The submission-wide output in Markdown, which the student sees at once: the summary, the verdict's
+    message (only the counts when a hidden case decided it, until that case's test is visible), the
+    diagnosis and the hints."""
     parts = [f"**{line}**"]
     if report.verdict == Verdict.GRADER_ERROR:
         parts.append(GRADER_FAULT)
     else:
-        parts.append(_fenced(report.message))
+        message = report.message if hidden_visibility == "visible" else submission_message(report, HIDDEN_TEST_SHOWN[hidden_visibility])
+        parts.append(_fenced(message))
         parts += [f"**Diagnosis:** {sentence}" for sentence in report.diagnosis]
         parts += [f"**Hint:** {hint}" for hint in report.hints]
     return "\n\n".join(parts)
@@ -56,12 +71,12 @@ def to_gradescope(report: Report, scoring: Scoring, points: float = DEFAULT_POIN
             }
         ]
     else:
+        per_case = scoring.mode == "per_case"
         tests = [
             {
                 "name": c.name,
                 "number": str(index),
-                "score": earned,
-                "max_score": available,
+                **({"score": earned, "max_score": available} if per_case else {}),  # see the module's docstring
                 "status": "passed" if c.passed else "failed",
                 "output": case_output(c),
                 "tags": list(dict.fromkeys([c.family, c.dtype])),  # unique: a family may be named after its dtype (float64)
@@ -72,7 +87,7 @@ def to_gradescope(report: Report, scoring: Scoring, points: float = DEFAULT_POIN
     results = {
         "score": result.total,
         "execution_time": round(report.seconds),
-        "output": _output(report, summary(report, scoring, result)),
+        "output": _output(report, summary(report, scoring, result), hidden_visibility),
         "output_format": "md",
         "test_output_format": "text",
         "visibility": "visible",

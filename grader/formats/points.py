@@ -6,9 +6,10 @@ grader). The second kind scores 0 in every mode and is shown as one explanatory 
 list of cases that never ran says nothing.
 """
 
+import math
 from dataclasses import dataclass
 
-from grader.results import NOT_RUN, CaseResult, Report, Verdict
+from grader.results import NOT_RUN, CaseResult, Report, Verdict, deciding_case
 from grader.spec import Scoring
 
 DEFAULT_POINTS = 100.0
@@ -56,7 +57,11 @@ def first_line(text: str) -> str:
 
 @dataclass(frozen=True)
 class Marks:
-    """Points per case (both lists follow report.cases; empty when rejected as a whole) and in total."""
+    """Points per case (both lists follow report.cases; empty when rejected as a whole) and in total.
+
+    `available` adds up, as floats in the cases' order (as a platform adds its tests' maxima), to
+    exactly `maximum`: each case's share is whole hundredths of a point, but for the last one, which
+    also takes the rounding of the sum (a few units in the last place). `total` is whole hundredths."""
 
     earned: list[float]
     available: list[float]
@@ -76,6 +81,28 @@ def _shares(points: float, weights: list[float]) -> list[int]:
     return shares
 
 
+def added_in_order(values: list[float]) -> float:
+    """values added one after the other as floats, the way a platform or a spreadsheet adds them
+    (not math.fsum, and not Python's sum, which compensates from 3.12 on)."""
+    total = 0.0
+    for value in values:
+        total += value
+    return total
+
+
+def ending_exactly(values: list[float], total: float) -> list[float]:
+    """values with the last one changed by the least amount that makes added_in_order give exactly total."""
+    if not values:
+        return values
+    head = added_in_order(values[:-1])
+    last = total - head
+    # Exact at once when head is at least half of total (Sterbenz); else last is at least half of total,
+    # so a step of one unit in its last place moves the sum by a unit of total's at most: a step or two.
+    while head + last != total:
+        last = math.nextafter(last, math.inf if head + last < total else -math.inf)
+    return [*values[:-1], last]
+
+
 def marks(report: Report, scoring: Scoring, points: float = DEFAULT_POINTS) -> Marks:
     """The points each case earns out of `points` for the whole submission, under the spec's scoring."""
     if round(points * 100) < 1:
@@ -84,11 +111,14 @@ def marks(report: Report, scoring: Scoring, points: float = DEFAULT_POINTS) -> M
     if rejected_as_a_whole(report) or not report.cases:
         return Marks([], [], 0.0, maximum)
     shares = _shares(points, [scoring.weight(c.family) for c in report.cases])
+    available = ending_exactly([s / 100 for s in shares], maximum)
     if scoring.mode == "per_case":
-        earned = [share if c.passed else 0 for c, share in zip(report.cases, shares, strict=True)]
+        earning = [c.passed for c in report.cases]
     else:  # all_or_nothing: every case must pass
-        earned = shares if report.verdict == Verdict.ACCEPTED else [0] * len(shares)
-    return Marks([e / 100 for e in earned], [s / 100 for s in shares], sum(earned) / 100, maximum)
+        earning = [report.verdict == Verdict.ACCEPTED] * len(shares)
+    earned = [a if earns else 0.0 for a, earns in zip(available, earning, strict=True)]
+    total = sum(s for s, earns in zip(shares, earning, strict=True) if earns) / 100
+    return Marks(earned, available, total, maximum)
 
 
 def summary(report: Report, scoring: Scoring, result: Marks) -> str:
@@ -100,3 +130,15 @@ def summary(report: Report, scoring: Scoring, result: Marks) -> str:
     if result.available and scoring.mode == "all_or_nothing" and report.verdict != Verdict.ACCEPTED:
         line += " (all or nothing: every case must pass)"
     return line + "."
+
+
+def submission_message(report: Report, where_told: str) -> str:
+    """The submission-wide message for output a student sees at once. When the case that decided the
+    verdict is hidden, only the counts: its name and message stay in its own test, and `where_told`
+    says when or where the student reads that (e.g. "its test says what went wrong once the grades
+    are published")."""
+    first = deciding_case(report.cases) if not rejected_as_a_whole(report) else None
+    if first is None or first.public:
+        return report.message
+    passed = sum(c.passed for c in report.cases)
+    return f"{passed} of {len(report.cases)} cases passed; the first failing case is hidden: {where_told}."

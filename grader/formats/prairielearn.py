@@ -3,12 +3,29 @@
 A submission that cannot be graded at all (unreadable, or no usable entry point) is `gradable: false`
 by default: PrairieLearn then awards nothing, takes nothing and counts no attempt. A fault of the
 grader is never counted against the student either.
+
+Points: `score` is the submission's fraction of `--points`. Under per-case scoring each test carries
+`points` and `max_points`, the maxima adding up to exactly `--points`; under all-or-nothing scoring a
+test earns nothing on its own, so it carries no points, only its `message` ("passed" or what failed):
+a passed case shown as "0 / 0.22" would tell the student something false. The top-level `message` and
+`output` never name a hidden case: when one decided the verdict they give the counts, and its test
+gives what the grader decided about it.
 """
 
 import json
 from typing import Any
 
-from grader.formats.points import DEFAULT_POINTS, GRADER_FAULT, TITLES, case_output, first_line, marks, rejected_as_a_whole, summary
+from grader.formats.points import (
+    DEFAULT_POINTS,
+    GRADER_FAULT,
+    TITLES,
+    case_output,
+    first_line,
+    marks,
+    rejected_as_a_whole,
+    submission_message,
+    summary,
+)
 from grader.formats.safe import printable_data
 from grader.results import Report, Verdict
 from grader.spec import Scoring
@@ -29,7 +46,7 @@ def to_prairielearn(report: Report, scoring: Scoring, points: float = DEFAULT_PO
     result = marks(report, scoring, points)
     gradable = report.verdict != Verdict.GRADER_ERROR and (gradable_compile_errors or report.verdict not in UNGRADABLE)
     line = summary(report, scoring, result)
-    message = GRADER_FAULT if report.verdict == Verdict.GRADER_ERROR else report.message
+    message = GRADER_FAULT if report.verdict == Verdict.GRADER_ERROR else submission_message(report, "its test below says what went wrong")
     if rejected_as_a_whole(report):
         tests = [
             {
@@ -46,8 +63,7 @@ def to_prairielearn(report: Report, scoring: Scoring, points: float = DEFAULT_PO
             {
                 "name": c.name,
                 "description": f"{'public' if c.public else 'hidden'} case of the {c.family} family: {c.dtype}, {c.shape}",
-                "points": earned,
-                "max_points": available,
+                **({"points": earned, "max_points": available} if scoring.mode == "per_case" else {}),  # see the module's docstring
                 "message": _status(report, index),
                 "output": case_output(c),
             }

@@ -30,21 +30,22 @@ def _distinct(cases: list[CaseResult]) -> list[CaseResult]:
     return kept
 
 
-def _tolerance(case: CaseResult, spec: Spec) -> float | None:
+def _tolerance(case: CaseResult, spec: Spec | None) -> float | None:
     """The tolerance the row's error is held to: the gradient's when the gradient check failed."""
-    if case.family not in spec.families or case.dtype not in spec.tolerance:
+    if spec is None or case.family not in spec.families or case.dtype not in spec.tolerance:
         return None
     values, gradient = spec.tolerances(case.family, case.dtype)
     return gradient if case.check == "gradient" else values
 
 
-def _printed(name: str, text: str, kept_bytes: int) -> list[str]:
+def _printed(name: str, text: str, kept_bytes: int | None) -> list[str]:
     """What the submission printed on `name`, under a heading; beginning and end when it is long."""
     lines = ["", f"--- what your submission printed on {name} ---"]
     if len(text) <= OUTPUT_SHOWN:
         return lines + [text.rstrip()]
     half = OUTPUT_SHOWN // 2
-    note = f"[... {len(text) - 2 * half} characters not shown here; the JSON report (--json) keeps the first {kept_bytes // 1024} KiB ...]"
+    kept = f"the first {kept_bytes // 1024} KiB" if kept_bytes is not None else "more"
+    note = f"[... {len(text) - 2 * half} characters not shown here; the JSON report (--json) keeps {kept} ...]"
     return lines + [text[:half].rstrip(), note, text[-half:].rstrip()]
 
 
@@ -65,8 +66,9 @@ def _withheld(report: Report) -> list[str]:
     return lines
 
 
-def render_text(report: Report, spec: Spec, verbose: bool = False, staff: bool = False) -> str:
-    """The human report; staff=True adds what the candidate's report withholds (CaseResult.withhold)."""
+def render_text(report: Report, spec: Spec | None, verbose: bool = False, staff: bool = False) -> str:
+    """The human report; staff=True adds what the candidate's report withholds (CaseResult.withhold).
+    spec None: the spec could not be read (a grader_error): no tolerances are shown."""
     lines = [f"Submission: {report.submission}", _verdict_line(report)]
     whole = rejected_as_a_whole(report)
     if report.cases and whole and any(c.seconds is not None or c.check for c in report.cases):  # a forbidden use during a case
@@ -105,7 +107,7 @@ def render_text(report: Report, spec: Spec, verbose: bool = False, staff: bool =
     for name, text, whole in (("stdout", report.stdout, report.staff_stdout), ("stderr", report.stderr, report.staff_stderr)):
         text = whole if staff and whole is not None else text
         if text.strip():
-            lines += _printed(name, text, spec.limits.output_bytes)
+            lines += _printed(name, text, spec.limits.output_bytes if spec else None)
     lines += ["", f"seed {report.seed_id}, isolation: {report.isolation}, {report.seconds:.1f}s"]
     if public_passed:  # the last word: a pass of the public cases is not a verdict
         lines += ["", report.message]

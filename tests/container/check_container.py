@@ -56,7 +56,7 @@ EXPECTED = {
     "wrong_answer/hostile_fork_many.py": "wrong_answer",
 }
 SECRET = "container-secret-31415"
-CHECKS = ("grader", "docker", "gradescope", "prairielearn", "shards")
+CHECKS = ("grader", "docker", "gradescope", "prairielearn", "shards", "batch")
 CORRECT, WRONG = "accepted/plain_helpers.py", "wrong_answer/causal_mask.py"
 CLASS = [CORRECT, "accepted/einsum_everywhere.py", "accepted/loops_over_heads.py", WRONG, "wrong_answer/detached_head.py", "wrong_answer/eps_wrong_value.py"]
 POINTS = 10  # GRADER_OPTIONS='--points 10', as in the README
@@ -75,6 +75,12 @@ PRAIRIELEARN_LINES = [
     'mkdir -p "$GRADE/student" "$GRADE/results" && cp "$SOLUTION" "$GRADE/student/solution.py"',
     f'podman run --rm {WALLS} -e MLM_GRADER_SEED -v "$GRADE:/grade" --entrypoint /app/deploy/prairielearn/run {IMAGE}',
 ]
+# The results folder given to the image's user by a one-off chown container (rootful or rootless alike).
+OWNER_LINE = f'mkdir -p "$CLASS/results" && podman run --rm --user root --entrypoint chown -v "$CLASS/results:/results" {IMAGE} mlm-grader:mlm-grader /results'
+BATCH_LINE = (
+    f'podman run --rm {WALLS} --memory 6g --cpus 2 -e MLM_GRADER_SEED -v "$CLASS/submissions:/submissions:ro" -v "$CLASS/results:/results" {IMAGE} '
+    "batch /submissions --out /results/results.jsonl --csv /results/grades.csv --feedback /results/feedback"
+)
 MERGE_LINE = '.venv/bin/python -m grader merge "$CLASS"/results/shard-*.jsonl --out "$CLASS/results.jsonl" --csv "$CLASS/grades.csv"'
 
 
@@ -91,8 +97,7 @@ def shard_lines() -> list[str]:
         f"for i in $(seq 0 {job['spec']['completions'] - 1}); do podman run --rm {WALLS} --memory {memory} --cpus {limits['cpu']} "
         f'-e JOB_COMPLETION_INDEX=$i -e MLM_GRADER_SEED -v "$CLASS/submissions:/submissions:ro" -v "$CLASS/results:/results" {IMAGE} {args}; done'
     )
-    owner = f'install -d -o "$(podman run --rm --entrypoint id {IMAGE} -u mlm-grader)" "$CLASS/results"'
-    return [owner, pods, MERGE_LINE]
+    return [OWNER_LINE, pods, MERGE_LINE]
 
 
 def run_lines(lines: list[str], variables: dict[str, str], failures: list[str], timeout: int = 900) -> bool:
@@ -160,6 +165,24 @@ def check_prairielearn(work: Path, failures: list[str]) -> None:
 
 def graded(path: Path) -> list[tuple[str, str, float]]:
     return [(line["id"], line["verdict"], line["score"]) for line in map(json.loads, path.read_text().splitlines())]
+
+
+def check_batch(work: Path, failures: list[str]) -> None:
+    """The README's class batch in the container, results folder and all: one row and one feedback
+    file per student, the verdicts those of one local batch."""
+    folder = fresh(work) / "submissions"
+    folder.mkdir()
+    for number, relative in enumerate(CLASS):
+        shutil.copy(SUBMISSIONS / relative, folder / f"student{number}_{Path(relative).parent.name}_{Path(relative).name}")
+    if not run_lines([OWNER_LINE, BATCH_LINE], {"CLASS": str(work)}, failures):
+        return
+    results = work / "results"
+    in_container = sorted(graded(results / "results.jsonl"))
+    rows = (results / "grades.csv").read_text().splitlines()
+    feedback = sorted(path.name for path in (results / "feedback").iterdir())
+    ok = len(in_container) == len(CLASS) and len(rows) == len(CLASS) + 1 and len(feedback) == len(CLASS)
+    ok = ok and {verdict for _, verdict, _ in in_container} == {"accepted", "wrong_answer"}
+    verdict_line("class batch in the container", ok, f"{len(in_container)} results, {len(rows) - 1} gradebook rows, {len(feedback)} feedback files", failures)
 
 
 def check_shards(work: Path, failures: list[str]) -> None:
@@ -251,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     if "docker" in checks:
         check_docker_backend(failures)
     work = BUILD / "container-test"
-    for name, run in (("gradescope", check_gradescope), ("prairielearn", check_prairielearn), ("shards", check_shards)):
+    for name, run in (("gradescope", check_gradescope), ("prairielearn", check_prairielearn), ("shards", check_shards), ("batch", check_batch)):
         if name in checks:
             run(fresh(work / name), failures)
     print(f"container test ({', '.join(checks)}) took {time.monotonic() - started:.0f}s")
