@@ -21,6 +21,18 @@ class Expected:
 
 
 def expected_for(case: Case) -> Expected:
+    """The reference's outputs and gradients for one case, in float64, computed on one thread: the
+    same bits in every process that computes them (the command line, the API, the kit's case files),
+    whatever number of threads torch uses there."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _expected_for(case)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _expected_for(case: Case) -> Expected:
     mlm_forward_tied = hidden_module("reference").mlm_forward_tied  # here only: the candidate's kit holds this module (for Expected), not the reference
 
     inputs = {name: tensor.to(torch.float64, copy=True) if tensor.is_floating_point() else tensor for name, tensor in case.inputs.items()}

@@ -42,7 +42,7 @@ FORBIDDEN_NAMES = {
     "plain_torch_softmax": "torch.softmax",
     "rms_norm_of_centred": "torch.rms_norm",
     "rms_norm_overload": "torch.ops is forbidden",
-    "storage_from_file": "torch.UntypedStorage.from_file is forbidden",
+    "storage_from_file": "torch.UntypedStorage is forbidden",
     "tensor_method": ".softmax",
     "torch_c_nn": "torch._C",
     "torch_ops_aten": "torch.ops",
