@@ -101,6 +101,12 @@ def run(source: str) -> tuple[dict, list[str]]:
         ("from torch import _C", "the private attribute torch._C"),
         ("s = x._make_subclass", "the private attribute torch.Tensor._make_subclass"),
         ("class Mine(torch.Tensor):\n    pass\ns = Mine._make_subclass", "the private attribute torch.Tensor._make_subclass"),
+        ("class H:\n    __dict__ = {'__array_interface__': {}}", "a class (H) defining __dict__"),
+        (
+            "import functools\nclass H:\n    pass\ndef f():\n    pass\nh = H()\nh.x = 1\nfunctools.update_wrapper(f, h)\nassert f.x == 1\n"
+            "type('W', (), {'__dict__': {'__array_interface__': {}}})",
+            "a class (W) defining __dict__",
+        ),
         ("ops = torch.ops", "torch.ops (it reaches files, compilers, code, operators by name or raw memory)"),
         ("g = torch.Graph", "part of torch's TorchScript and dispatcher internals"),
         ("with torch.DisableTorchFunction():\n    pass", "torch.DisableTorchFunction"),

@@ -39,7 +39,7 @@ import re
 import sys
 import typing
 from collections.abc import Callable, Iterable
-from types import BuiltinFunctionType, CellType, CodeType, FrameType, FunctionType, GenericAlias, ModuleType, TracebackType
+from types import BuiltinFunctionType, CellType, CodeType, FrameType, FunctionType, GenericAlias, GetSetDescriptorType, ModuleType, TracebackType
 from typing import Any, NoReturn
 
 PREFIX = "__mlm_"  # names the rewrite adds; a file may not use names starting with it
@@ -53,7 +53,9 @@ PUBLIC_PRIVATE_NAMES = frozenset({"_make", "_asdict", "_fields", "_replace", "_f
 RAW_MEMORY_NAMES = frozenset(
     {"__array_interface__", "__array_struct__", "__cuda_array_interface__", "__dlpack__", "__dlpack_device__", "__buffer__", "__release_buffer__"}
 )
-DANGEROUS_CLASS_NAMES = RAW_MEMORY_NAMES | {"__getattr__", "__getattribute__"}  # these could hand out any of the above on demand
+# __getattr__ and __getattribute__ could hand out any of the above on demand; a class attribute named
+# __dict__ makes `obj.__dict__` (read by library code such as functools.update_wrapper) the file's data.
+DANGEROUS_CLASS_NAMES = RAW_MEMORY_NAMES | {"__getattr__", "__getattribute__", "__dict__"}
 HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (a class statement, type()), not one of C
 CLASS_LISTS = frozenset({"__mro__", "__bases__", "mro"})  # attributes whose values are classes in a list
 RELAYS = ("__getattr__", "__getattribute__", "__setattr__", "__delattr__")  # in Python, they can pass names on
@@ -193,6 +195,8 @@ class Capabilities:
                     continue
                 _setattr(wrapper, name, caps.check_value(value, f"the attribute {name}"))
             for key, value in _dict(_getattr(wrapped, "__dict__", {})).items():
+                if _type(key) is not _str or not key.isidentifier() or _is_dunder(key):  # as a write would be refused
+                    caps.refuse(f"functools.wraps or functools.update_wrapper copying the attribute {key!r}")
                 _getattr(wrapper, "__dict__")[key] = caps.check_value(value, f"the attribute {key}")
             wrapper.__wrapped__ = wrapped
             return wrapper
@@ -295,8 +299,10 @@ class Capabilities:
 
     def _check_namespace(self, name: Any, namespace: Any) -> None:
         for key in namespace:
+            if key == "__dict__" and _type(namespace[key]) is GetSetDescriptorType:
+                continue  # the instances' own dictionary, which the interpreter puts in every class it builds
             if _type(key) is _str and key in DANGEROUS_CLASS_NAMES:
-                self.refuse(f"a class ({name}) defining {key} (it could hand numpy or torch a raw memory address)")
+                self.refuse(f"a class ({name}) defining {key} (it could hand numpy or torch a raw memory address, or pass attributes on)")
         match_args = namespace.get("__match_args__", ())
         if _type(match_args) is not _tuple or any(_type(a) is not _str or a.startswith("_") for a in match_args):
             self.refuse(f"__match_args__ of the class {name} naming private or special attributes")
