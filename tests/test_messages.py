@@ -226,6 +226,57 @@ def test_the_per_element_relative_difference_is_named_as_such():
     assert "Greatest relative difference" not in message
 
 
+# --- one message per distinct error ------------------------------------------------------------
+
+TRACEBACK = 'raised during the call:\n  File "s.py", line 3, in mlm_forward_tied\n    x = w[ids.float()]\nIndexError: tensors used as indices must be long'
+
+
+def failing(name: str, message: str, public: bool = True, staff: str = "") -> CaseResult:
+    return CaseResult(name, "basic", "float32", public, "N=1", status=Verdict.RUNTIME_ERROR, check="exception", message=message, staff_message=staff)
+
+
+def failed_report(cases: list[CaseResult]) -> Report:
+    first = cases[0]
+    return Report(Verdict.RUNTIME_ERROR, f"case {first.name} failed (0 of {len(cases)} cases passed): {first.message}", "s.py", "id", "process", cases=cases)
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_a_traceback_shared_by_several_cases_is_shown_once_with_the_cases_it_applies_to(verbose):
+    other = "raised during the gradient call (backward through your result):\nRuntimeError: element 0 does not require grad"
+    cases = [failing("a", TRACEBACK), failing("b", TRACEBACK), failing("c", other), failing("d", TRACEBACK), failing("e", other)]
+    text = render_text(failed_report(cases), SPEC, verbose=verbose)
+    assert text.count("IndexError") == 1 and text.count("element 0 does not require grad") == 1, text
+    assert "(the same message for 2 more cases: b, d)" in text and f"cases c, e: {other}" in text
+
+
+def test_without_verbose_three_other_messages_are_shown_and_the_rest_counted():
+    cases = [failing("first", TRACEBACK)] + [failing(f"c{i}", f"ValueError: number {i // 2}") for i in range(10)]  # 5 messages, 2 cases each
+    text = render_text(failed_report(cases), SPEC)
+    assert [n for n in range(5) if f"ValueError: number {n}" in text] == [0, 1, 2]
+    assert "(4 more failing cases with 2 other messages; --verbose shows each)" in text
+    assert all(f"ValueError: number {n}" in render_text(failed_report(cases), SPEC, verbose=True) for n in range(5))
+
+
+def test_hidden_cases_are_grouped_by_what_the_candidate_reads_never_by_their_withheld_messages():
+    """Two reports whose hidden cases' real messages are alike in one and differ in the other read the
+    same to the candidate; staff see each distinct real message once."""
+    withheld = "raised an exception (the message of a hidden case is not shown)"
+    alike = [failing("p", TRACEBACK), failing("h1", withheld, False, "ValueError: 1"), failing("h2", withheld, False, "ValueError: 1")]
+    differ = [failing("p", TRACEBACK), failing("h1", withheld, False, "ValueError: 1"), failing("h2", withheld, False, "ValueError: 2")]
+    assert render_text(failed_report(alike), SPEC, verbose=True) == render_text(failed_report(differ), SPEC, verbose=True)
+    assert f"cases h1, h2: {withheld}" in render_text(failed_report(differ), SPEC, verbose=True)
+    assert "cases h1, h2 (hidden): ValueError: 1" in render_text(failed_report(alike), SPEC, staff=True)
+    staff = render_text(failed_report(differ), SPEC, staff=True)
+    assert "case h1 (hidden): ValueError: 1" in staff and "case h2 (hidden): ValueError: 2" in staff
+
+
+def test_a_file_that_raises_in_every_case_shows_its_traceback_once():
+    result = run_grader(str(SUBMISSIONS / "runtime_error" / "raises_in_call.py"), "--public")
+    assert result.returncode == 1 and result.stdout.count("IndexError: tensors used as indices") == 1, result.stdout
+    count = len(in_process.cases_and_expected(SPEC, public_only=True))
+    assert f"(the same message for {count - 1} more cases: public_multi_head, " in result.stdout
+
+
 # --- 4. a run that never reached a case ---------------------------------------------------------
 
 
