@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from grader import isolation, protocol
-from grader.child import wire
+from grader.child import walls, wire
 from grader.spec import CHILD_POLICY, Spec
 
 if TYPE_CHECKING:  # the grader starts a child before it imports torch (see grader/child/wire.py)
@@ -521,16 +521,20 @@ class ProcessChild(Child):
             seccomp = isolation.seccomp_fd()
             inherited += [seccomp] if seccomp is not None else []
             command = isolation.bubblewrap_command(command, kit, submission_dir, seccomp, uid)
-        else:
+        elif backend != isolation.PLAIN:
             if backend == "uid":
                 command = isolation.uid_command(command)
                 max_processes = isolation.PIDS_MAX
                 self._open_to_runner(workdir, home)
             if isolation.unshare_net_works():
                 command = ["unshare", "--net", "--", *command]
-        self.cgroup = isolation.Cgroup.create(limits, Path(filename).stem)
+        self.cgroup = None if backend == isolation.PLAIN else isolation.Cgroup.create(limits, Path(filename).stem)
         self.isolation = isolation.describe(backend, self.cgroup, limits, uid)
         join = self.cgroup.join_files() if self.cgroup else []
+        if backend == isolation.PLAIN:  # the kit on a system that is not Linux: the limits it accepts
+            preexec = functools.partial(walls.apply_limits_where_possible, limits.cpu_seconds, limits.memory_mib, limits.file_size_mib, limits.open_files)
+        else:
+            preexec = functools.partial(isolation.apply_limits_in_child, limits, join, max_processes, uid)
         try:
             if uid is not None:
                 isolation.give_pipes(inherited, uid)
@@ -543,7 +547,7 @@ class ProcessChild(Child):
                 cwd=home,
                 env=env,
                 start_new_session=True,  # its own process group, so one killpg ends everything it started
-                preexec_fn=functools.partial(isolation.apply_limits_in_child, limits, join, max_processes, uid),
+                preexec_fn=preexec,
             )
         except BaseException:
             if self.cgroup:
@@ -572,8 +576,11 @@ class ProcessChild(Child):
                 path.chmod(0o755 if path.is_dir() else 0o444)
         home.chmod(0o1777)
 
-    def cpu_seconds(self) -> float:
-        """The cgroup's CPU accounting where there is one; else the process tree, polled."""
+    def cpu_seconds(self) -> float | None:
+        """The cgroup's CPU accounting where there is one; else the process tree, polled (from
+        /proc: None for the plain backend, whose child's RLIMIT_CPU holds alone)."""
+        if self.backend == isolation.PLAIN:
+            return None
         used = self.cgroup.cpu_seconds() if self.cgroup else None
         if used is not None:
             return used
@@ -598,8 +605,28 @@ class ProcessChild(Child):
             time.sleep(0.01)
         return True
 
+    def _wait_reaping(self, seconds: float) -> float | None:
+        """The plain backend's wait (no waitid where it is not Linux): reap the child when it ends,
+        within `seconds`, and return the CPU time it and the children it waited for used; None if
+        it has not ended."""
+        deadline = time.monotonic() + seconds
+        while True:
+            pid, status, usage = os.wait4(self.process.pid, os.WNOHANG)
+            if pid:
+                self.process.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it
+                return usage.ru_utime + usage.ru_stime
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.01)
+
     def exit(self, wait_seconds: float = 5.0) -> Exit:
         """How the child ended: waits up to wait_seconds for it to end by itself, then kills it."""
+        if self.backend == isolation.PLAIN:
+            used = None if self.process.returncode is not None else self._wait_reaping(wait_seconds)
+            if used is None and self.process.returncode is None:
+                self.kill()
+                used = self._wait_reaping(60)
+            return Exit(self.process.wait(), self.killed_by_grader, max(used or 0.0, self.cpu_used), 0, 0, self.limit_reached)
         if not self._wait_unreaped(wait_seconds):
             self.kill()
             self._wait_unreaped(60)
