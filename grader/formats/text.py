@@ -39,6 +39,12 @@ def _wrapped(text: str) -> list[str]:
     return textwrap.wrap(text, DIAGNOSIS_WIDTH, break_on_hyphens=False, break_long_words=False)
 
 
+def _headed(cases: list[CaseResult], note: str, message: str) -> list[str]:
+    """`case a: message`, or `cases a, b, ...: message` with a long list of names wrapped."""
+    *names, last = _wrapped(f"case{'s' if len(cases) > 1 else ''} {_names(cases)}{note}:")
+    return [*names, f"{last} {message}"]
+
+
 def _messages(report: Report, failed: list[CaseResult], verbose: bool) -> list[str]:
     """The failing cases' messages after the verdict's own (report.message, which holds the first
     failing case's): each distinct message once, naming the cases it applies to; without verbose,
@@ -52,7 +58,7 @@ def _messages(report: Report, failed: list[CaseResult], verbose: bool) -> list[s
     others = [(message, cases) for message, cases in groups if message != first.message]
     shown = others if verbose else others[:3]
     for message, cases in shown:
-        lines += ["", f"case{'s' if len(cases) > 1 else ''} {_names(cases)}: {message}"]
+        lines += ["", *_headed(cases, "", message)]
     left = sum(len(cases) for _, cases in others[len(shown) :])
     if left:
         lines.append(f"\n({left} more failing case{'s' if left > 1 else ''} with {len(others) - len(shown)} other messages; --verbose shows each)")
@@ -87,7 +93,7 @@ def _withheld(report: Report) -> list[str]:
     """For staff: what the candidate's report leaves out, each hidden case's whole message."""
     lines = []
     for message, cases in _grouped([c for c in report.cases if c.staff_message], lambda c: c.staff_message):
-        lines += ["", f"case{'s' if len(cases) > 1 else ''} {_names(cases)} (hidden): {message}"]
+        lines += ["", *_headed(cases, " (hidden)", message)]
     if lines or report.staff_stdout is not None or report.staff_stderr is not None:
         lines = ["", "--- withheld from the candidate (staff view): the whole messages, and all the submission printed ---", *lines]
     return lines
