@@ -356,6 +356,25 @@ def test_a_plain_child_that_ends_is_reaped_with_its_status_and_cpu_time(tmp_path
     assert (ended.oom_kills, ended.pids_limit_hits, child.cgroup, child.cpu_seconds()) == (0, 0, None, None)
 
 
+def test_the_plain_child_takes_each_limit_the_system_accepts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """macOS refuses or lacks some rlimits: the others are still set, and the child still starts."""
+    import resource
+
+    from grader.child import walls
+
+    taken = []
+
+    def setrlimit(kind: int, limit: tuple[int, int]) -> None:
+        if kind == resource.RLIMIT_FSIZE:
+            raise ValueError("not allowed to raise maximum limit")
+        taken.append(kind)
+
+    monkeypatch.setattr(resource, "setrlimit", setrlimit)
+    monkeypatch.delattr(resource, "RLIMIT_AS")  # a system that does not define it
+    walls.apply_limits_where_possible(120, 4096, 64, 64)
+    assert taken == [resource.RLIMIT_CPU, resource.RLIMIT_NOFILE, resource.RLIMIT_CORE]
+
+
 def test_the_grader_never_takes_the_kits_plain_process() -> None:
     from grader import judge
     from grader.isolation import ISOLATION_LEVELS, PLAIN, IsolationUnavailable, choose_backend

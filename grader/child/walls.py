@@ -267,15 +267,17 @@ def apply_limits_where_possible(cpu_seconds: int, memory_mib: int, file_size_mib
     """apply_limits for the kit's plain child on a system that is not Linux (macOS): each limit the
     system accepts, the others left as they are (macOS refuses or ignores some, the memory limit
     first). Never for the grader, whose child takes every limit or does not run."""
-    wanted = [
-        (resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1)),
-        (resource.RLIMIT_AS, (memory_mib * MIB,) * 2),
-        (resource.RLIMIT_FSIZE, (file_size_mib * MIB,) * 2),
-        (resource.RLIMIT_NOFILE, (open_files,) * 2),
-        (resource.RLIMIT_CORE, (0, 0)),
-    ]
-    for kind, limit in wanted:
+    wanted = {
+        "RLIMIT_CPU": (cpu_seconds, cpu_seconds + 1),
+        "RLIMIT_AS": (memory_mib * MIB,) * 2,
+        "RLIMIT_FSIZE": (file_size_mib * MIB,) * 2,
+        "RLIMIT_NOFILE": (open_files,) * 2,
+        "RLIMIT_CORE": (0, 0),
+    }
+    for name, limit in wanted.items():
+        kind = getattr(resource, name, None)  # a system may not define one
         try:
-            resource.setrlimit(kind, limit)
+            if kind is not None:
+                resource.setrlimit(kind, limit)
         except (OSError, ValueError):
             pass
