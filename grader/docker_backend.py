@@ -124,6 +124,7 @@ class DockerChild(Child):
                 buffer.feed(chunk)
         except DockerException:
             pass
+        buffer.end()
 
     def send(self, message, tensors=None, deadline=None) -> None:
         self.connected.wait(self.limits.startup_seconds)

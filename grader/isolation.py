@@ -92,6 +92,10 @@ RUNNER_LOCK_DIR = Path("/tmp")  # where graders sharing a runner user meet to ta
 
 
 ISOLATION_LEVELS = ("auto", "strict", "bubblewrap", "uid", "process", "docker")  # what --isolation accepts
+# The kit's child on a system that is not Linux (check.py, macOS): a plain process with the limits the
+# system accepts, and nothing that needs Linux (/proc, cgroups, namespaces, prctl, waitid). Never
+# chosen by the grader: choose_backend does not know it, and --isolation does not accept it.
+PLAIN = "plain"
 
 
 class IsolationUnavailable(Exception):
@@ -734,6 +738,12 @@ def describe(backend: str, cgroup: "Cgroup | None", limits: Limits, uid: int | N
     elif backend == "uid":
         network = "network namespace" if unshare_net_works() else "the container's network"
         walls = f"uid (the dedicated user {RUNNER_USER}, uid {runner_ids()[0]}, no capabilities; {network}; the container is the outer wall)"
+    elif backend == PLAIN:
+        return (
+            f"plain process on {sys.platform} (no bubblewrap, seccomp, cgroup or namespaces, which are Linux's; your own user; "
+            f"the limits of CPU time, memory, file size and open files that the system accepts, and the wall-time limits): "
+            "enough for the kit, which holds no secret; the grader walls your file in on Linux"
+        )
     else:
         network = "network namespace" if unshare_net_works() else "shared network"
         walls = f"process ({network}; same user; no file-system isolation: not a security boundary, a secret seed is not protected)"

@@ -232,7 +232,7 @@ def test_check_agrees_with_the_grader_on_the_public_cases(kit: Path, tmp_path: P
         assert closing and int(closing.group(1)) == len(PUBLIC), (path.name, run.stdout)
         assert "accepted" not in run.stdout.lower(), run.stdout
         assert len(rows(run.stdout)) == len(PUBLIC) and all(" ok " in line for line in rows(run.stdout).values()), run.stdout
-        assert "isolation: " in run.stdout
+        assert "isolation: " in run.stdout and "plain process" not in run.stdout  # on Linux, Linux's walls
 
     for path, run in zip(rejected, checks[len(accepted) :], strict=True):
         report = to_json(graded[path])
@@ -264,3 +264,123 @@ def test_check_agrees_with_the_grader_on_the_public_cases(kit: Path, tmp_path: P
             assert case["output"] in run.stdout, where
         assert "public cases passed; fix what is reported above" in run.stdout.splitlines()[-1], where
         assert "accepted" not in run.stdout.lower() and "Traceback (most recent call last)" not in run.stderr, where
+
+
+# --- The kit where candidates are: macOS has none of Linux's walls ------------------------------
+
+# Runs check.py as on macOS: sys.platform is "darwin"; the C library has no prctl, unshare, mount,
+# capset or setns; os has no waitid or memfd_create; bwrap, unshare and setpriv are not found; and
+# (under bwrap, below) /proc and the cgroup tree are empty. A kit module that still needs one of them
+# fails here. (The child itself runs this machine's Python: its guard's seccomp layer already gives
+# way where prctl or the architecture is missing, grader/child/guard.py refuse_new_processes.)
+PRETEND_MACOS = r"""
+import ctypes, os, runpy, shutil, sys
+import numpy, torch  # as they are on this machine: the standard library's own darwin branches (urllib's _scproxy) are not the kit's
+
+sys.platform = "darwin"
+for name in ("waitid", "memfd_create", "pidfd_open"):
+    if hasattr(os, name):
+        delattr(os, name)
+LINUX_ONLY = {"prctl", "unshare", "mount", "capset", "setns"}
+
+
+class CDLL(ctypes.CDLL):
+    def __getattr__(self, name):
+        if name in LINUX_ONLY:
+            raise AttributeError(f"dlsym({name}): symbol not found")
+        return super().__getattr__(name)
+
+
+ctypes.CDLL = CDLL
+which = shutil.which
+shutil.which = lambda command, *rest, **named: None if command in ("bwrap", "unshare", "setpriv") else which(command, *rest, **named)
+print("pretending macOS; /proc readable:", os.path.exists("/proc/self/stat"), file=sys.stderr)
+sys.argv = ["check.py", *sys.argv[1:]]
+runpy.run_path("check.py", run_name="__main__")
+"""
+
+
+def check_as_on_macos(kit: Path, submission: Path) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-c", PRETEND_MACOS, str(submission)]
+    if shutil.which("bwrap"):  # the same machine with its /proc and cgroups out of sight
+        command = ["bwrap", "--dev-bind", "/", "/", "--tmpfs", "/proc", "--tmpfs", "/sys/fs/cgroup", "--chdir", str(kit), *command]
+    return subprocess.run(command, cwd=kit, env=ENV, capture_output=True, text=True, timeout=300)
+
+
+def test_the_kit_runs_as_on_macos_with_a_plain_process_and_says_so(kit: Path) -> None:
+    files = [SUBMISSIONS / "accepted" / "prints_without_flush.py", SUBMISSIONS / "runtime_error" / "raises_in_call.py"]
+    with ThreadPoolExecutor(2) as threads:
+        passed, raised = threads.map(lambda path: check_as_on_macos(kit, path), files)
+    for run in (passed, raised):
+        assert "pretending macOS" in run.stderr and "Traceback (most recent call last)" not in run.stderr, run.stdout + run.stderr
+        if shutil.which("bwrap"):
+            assert "/proc readable: False" in run.stderr
+        walls = next(line for line in run.stdout.splitlines() if "isolation: " in line)
+        assert "isolation: plain process on darwin (no bubblewrap, seccomp, cgroup or namespaces" in walls, walls
+        assert "enough for the kit, which holds no secret" in walls
+    assert passed.returncode == 0 and CLOSING.search(passed.stdout), passed.stdout + passed.stderr
+    assert "[case public_tiny, gradient call]\nselected 1 positions" in passed.stdout  # the output labelled, as on Linux
+    assert raised.returncode == 1 and "Verdict:    RUNTIME_ERROR (public cases only)" in raised.stdout, raised.stdout + raised.stderr
+    assert raised.stdout.count("IndexError: tensors used as indices") == 1, raised.stdout
+
+
+@pytest.mark.parametrize(
+    ("name", "verdict", "said"),
+    [
+        ("time_limit_exceeded/prints_then_spins.py", "time_limit_exceeded", "did not finish within 3 s"),
+        ("runtime_error/raises_in_call.py", "runtime_error", "IndexError"),
+    ],
+)
+def test_the_plain_child_is_timed_out_and_its_exit_read_without_linux(name: str, verdict: str, said: str, tmp_path: Path) -> None:
+    """The plain backend's own ending (os.wait4, not waitid; no /proc, no cgroup), on this machine."""
+    from grader import judge
+    from tests.grading import fast_spec
+
+    spec = load_spec(fast_spec(tmp_path))
+    report = judge.grade(SUBMISSIONS / name, spec, spec.default_hidden_seed, public_only=True, backend="plain")
+    assert report.verdict == verdict and said in report.message, report.message
+    assert report.isolation.startswith("plain process on ")
+
+
+def test_a_plain_child_that_ends_is_reaped_with_its_status_and_cpu_time(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    from grader.sandbox import ProcessChild
+
+    with ProcessChild(tmp_path, b"", "s.py", SPEC, "plain") as child:
+        time.sleep(0.5)  # the child starts importing torch: CPU time to count
+        child.kill()
+        ended = child.exit()
+    assert ended.returncode == -signal.SIGKILL and ended.killed_by_grader and ended.cpu_seconds > 0, ended
+    assert (ended.oom_kills, ended.pids_limit_hits, child.cgroup, child.cpu_seconds()) == (0, 0, None, None)
+
+
+def test_the_plain_child_takes_each_limit_the_system_accepts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """macOS refuses or lacks some rlimits: the others are still set, and the child still starts."""
+    import resource
+
+    from grader.child import walls
+
+    taken = []
+
+    def setrlimit(kind: int, limit: tuple[int, int]) -> None:
+        if kind == resource.RLIMIT_FSIZE:
+            raise ValueError("not allowed to raise maximum limit")
+        taken.append(kind)
+
+    monkeypatch.setattr(resource, "setrlimit", setrlimit)
+    monkeypatch.delattr(resource, "RLIMIT_AS")  # a system that does not define it
+    walls.apply_limits_where_possible(120, 4096, 64, 64)
+    assert taken == [resource.RLIMIT_CPU, resource.RLIMIT_NOFILE, resource.RLIMIT_CORE]
+
+
+def test_the_grader_never_takes_the_kits_plain_process() -> None:
+    from grader import judge
+    from grader.isolation import ISOLATION_LEVELS, PLAIN, IsolationUnavailable, choose_backend
+
+    assert PLAIN not in ISOLATION_LEVELS  # what --isolation accepts
+    with pytest.raises(IsolationUnavailable, match="unknown isolation level"):
+        choose_backend(PLAIN)
+    with pytest.raises(ValueError, match="may be skipped only under"):
+        judge.grade(SUBMISSIONS / "accepted" / "plain_helpers.py", SPEC, SPEC.default_hidden_seed, backend=PLAIN, static_check=False)

@@ -14,15 +14,17 @@ from pathlib import Path
 import pytest
 
 from grader import policy
+from grader.child import wire
 from grader.formats import FORMATS, Options, render
 from grader.formats.gradescope import to_gradescope
 from grader.formats.prairielearn import to_prairielearn
 from grader.formats.text import ERROR_COLUMN, OUTPUT_SHOWN, render_text
 from grader.judge import PUBLIC_PASSED
 from grader.results import NOT_RUN, CaseResult, Report, Verdict
+from grader.sandbox import WITHHELD_OUTPUT, CappedBuffer
 from grader.spec import load_spec
 from tests import in_process
-from tests.grading import ROOT, SUBMISSIONS, run_grader
+from tests.grading import ROOT, SUBMISSIONS, grade_json, run_grader
 from tests.test_hidden_cases import a_case, judged
 
 SPEC = load_spec()
@@ -57,20 +59,20 @@ def test_without_unbuffered_output_a_print_before_os_exit_is_lost():
 
 FAILING_AFTER_PRINT = {
     "raises_in_call": ("def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):\n"
-                       "    print('inside the call')\n    raise ValueError('deliberate')\n", "inside the call"),
-    "exits_at_import": ("print('while importing')\nraise SystemExit(3)\n", "while importing"),
+                       "    print('inside the call')\n    raise ValueError('deliberate')\n", "[case public_tiny, forward call]", "inside the call"),
+    "exits_at_import": ("print('while importing')\nraise SystemExit(3)\n", "[while importing the file]", "while importing"),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("name", FAILING_AFTER_PRINT)
 def test_what_a_failing_submission_printed_without_flush_is_shown_under_a_heading(name, tmp_path):
-    source, printed = FAILING_AFTER_PRINT[name]
+    source, label, printed = FAILING_AFTER_PRINT[name]
     path = tmp_path / f"{name}.py"
     path.write_text('"""A candidate\'s debugging print, never flushed, then a failure."""\n\n' + source)
     result = run_grader(str(path), "--public")
     assert result.returncode == 1 and "RUNTIME_ERROR" in result.stdout, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert lines[lines.index(STDOUT_HEADING) + 1] == printed, result.stdout
+    assert lines[lines.index(STDOUT_HEADING) + 1 :][:2] == [label, printed], result.stdout
 
 
 def test_long_output_is_cut_in_the_text_report_with_a_note():
@@ -84,6 +86,91 @@ def test_long_output_is_cut_in_the_text_report_with_a_note():
     assert len(shown) < OUTPUT_SHOWN + 300
 
 
+# Which call printed what: the runner writes a label line (wire.OUTPUT_LABEL) before the import and
+# before each call; the grader's buffer takes them out and puts the label above what the call printed.
+
+
+def label(what: str) -> bytes:
+    return wire.OUTPUT_LABEL + what.encode() + b"\n"
+
+
+STREAM = label("import") + b"importing\n" + label("public_tiny forward") + b"forward says\n" + label("public_tiny gradient")
+STREAM += label("public_multi_head forward") + b"partial line" + label("public_multi_head gradient") + b"gradient says\n"
+LABELLED = (
+    "[while importing the file]\nimporting\n[case public_tiny, forward call]\nforward says\n"
+    "[case public_multi_head, forward call]\npartial line\n[case public_multi_head, gradient call]\ngradient says\n"
+)
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 1000])
+def test_output_is_labelled_with_the_call_that_printed_it_however_the_pipe_cuts_it(size):
+    """A label with nothing printed after it is left out (public_tiny's gradient call printed nothing);
+    a label always starts a line; the labels cost none of the bytes kept."""
+    buffer = CappedBuffer(64)
+    for i in range(0, len(STREAM), size):
+        buffer.feed(STREAM[i : i + size])
+    buffer.end()
+    assert buffer.text() == buffer.shown() == LABELLED
+    assert buffer.total == len(b"importing\nforward says\npartial linegradient says\n") < 64
+
+
+def test_a_label_line_that_is_not_the_runners_is_output():
+    buffer = CappedBuffer(1000)
+    printed = wire.OUTPUT_LABEL + b"not a label!\n" + wire.OUTPUT_LABEL + b"x" * 200 + b"\n" + wire.OUTPUT_LABEL[:5]
+    buffer.feed(printed)
+    buffer.end()
+    assert buffer.text().encode() == printed
+
+
+def held_back_after(public: bytes, hidden: bytes) -> CappedBuffer:
+    buffer = CappedBuffer(1000)
+    buffer.feed(public)
+    buffer.hold_back()  # just before the first hidden case is sent
+    buffer.feed(hidden)
+    buffer.end()
+    return buffer
+
+
+def test_the_labels_of_hidden_cases_are_withheld_and_a_silent_submission_shows_no_withheld_line():
+    public = label("public_tiny forward") + b"public print\n"
+    silent = held_back_after(public, label("edge_no_blocks forward") + label("edge_no_blocks gradient"))
+    assert silent.shown() == "[case public_tiny, forward call]\npublic print\n" and not silent.held_back  # as before the labels
+    loud = held_back_after(public, label("edge_no_blocks forward") + b"hidden print\n")
+    assert "edge_no_blocks" not in loud.shown() and "hidden print" not in loud.shown()
+    assert loud.shown() == "[case public_tiny, forward call]\npublic print\n" + WITHHELD_OUTPUT
+    assert loud.text().endswith("[case edge_no_blocks, forward call]\nhidden print\n")  # staff see it all
+
+
+def test_a_label_begun_in_a_public_case_and_ended_in_a_hidden_one_is_withheld():
+    """A submission that prints the start of a label line last in a public case and its end (hidden
+    data) in a hidden case reads nothing of it back: what is shown is decided by offsets."""
+    attack = held_back_after(b"public\n" + wire.OUTPUT_LABEL, b"secret7 forward\nhidden print\n")
+    assert attack.shown() == "public\n" + WITHHELD_OUTPUT
+    assert attack.text() == "public\n[case secret7, forward call]\nhidden print\n"  # staff see it all
+
+
+def test_forward_and_gradient_prints_are_labelled_with_their_case_and_call(tmp_path):
+    """The gradient call is the one whose w_emb requires grad: each line must sit under its own label."""
+    path = tmp_path / "prints_requires_grad.py"
+    path.write_text(
+        (SUBMISSIONS / "accepted" / "plain_helpers.py").read_text()
+        + "\n\n_right = mlm_forward_tied\n\n\n"
+        + "def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):\n"
+        + "    print('requires grad', w_emb.requires_grad)\n"
+        + "    return _right(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads)\n"
+    )
+    report, status = grade_json(str(path), "--public")
+    assert status == 0, report
+    names = [case["name"] for case in report["cases"]]
+    expected = "".join(f"[case {name}, forward call]\nrequires grad False\n[case {name}, gradient call]\nrequires grad True\n" for name in names)
+    assert report["stdout"] == expected and report["stderr"] == ""
+
+
+def test_a_silent_submission_shows_no_output_at_all():
+    report, status = grade_json(str(CORRECT))  # the hidden cases too: their labels are no output
+    assert status == 0 and report["stdout"] == report["stderr"] == "" and "staff_only" not in report
+
+
 # --- 2. the end of a public run -----------------------------------------------------------------
 
 
@@ -94,7 +181,10 @@ def test_a_public_run_that_passes_ends_with_the_public_cases_not_a_verdict():
     assert result.stdout.rstrip().splitlines()[-1] == PUBLIC_PASSED.format(count) == f"all {count} public cases passed; hidden cases not run"
     assert "ACCEPTED" not in result.stdout.split("\n", 1)[1]  # below the file's name
     lines = result.stdout.splitlines()
-    assert lines[lines.index(STDOUT_HEADING) + 1] == "selected 1 positions"  # printed without flush, on a normal return
+    assert lines[lines.index(STDOUT_HEADING) + 1 :][:2] == [
+        "[case public_tiny, forward call]",
+        "selected 1 positions",
+    ]  # printed without flush, on a normal return
 
 
 def test_the_json_of_a_public_run_says_it_is_public_only():
@@ -134,6 +224,57 @@ def test_the_per_element_relative_difference_is_named_as_such():
     message = judged(a_case(public=True), output_scale=1.25).message
     assert "Greatest per-element relative difference (|got - expected| / |expected| of one element): " in message
     assert "Greatest relative difference" not in message
+
+
+# --- one message per distinct error ------------------------------------------------------------
+
+TRACEBACK = 'raised during the call:\n  File "s.py", line 3, in mlm_forward_tied\n    x = w[ids.float()]\nIndexError: tensors used as indices must be long'
+
+
+def failing(name: str, message: str, public: bool = True, staff: str = "") -> CaseResult:
+    return CaseResult(name, "basic", "float32", public, "N=1", status=Verdict.RUNTIME_ERROR, check="exception", message=message, staff_message=staff)
+
+
+def failed_report(cases: list[CaseResult]) -> Report:
+    first = cases[0]
+    return Report(Verdict.RUNTIME_ERROR, f"case {first.name} failed (0 of {len(cases)} cases passed): {first.message}", "s.py", "id", "process", cases=cases)
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_a_traceback_shared_by_several_cases_is_shown_once_with_the_cases_it_applies_to(verbose):
+    other = "raised during the gradient call (backward through your result):\nRuntimeError: element 0 does not require grad"
+    cases = [failing("a", TRACEBACK), failing("b", TRACEBACK), failing("c", other), failing("d", TRACEBACK), failing("e", other)]
+    text = render_text(failed_report(cases), SPEC, verbose=verbose)
+    assert text.count("IndexError") == 1 and text.count("element 0 does not require grad") == 1, text
+    assert "(the same message for 2 more cases: b, d)" in text and f"cases c, e: {other}" in text
+
+
+def test_without_verbose_three_other_messages_are_shown_and_the_rest_counted():
+    cases = [failing("first", TRACEBACK)] + [failing(f"c{i}", f"ValueError: number {i // 2}") for i in range(10)]  # 5 messages, 2 cases each
+    text = render_text(failed_report(cases), SPEC)
+    assert [n for n in range(5) if f"ValueError: number {n}" in text] == [0, 1, 2]
+    assert "(4 more failing cases with 2 other messages; --verbose shows each)" in text
+    assert all(f"ValueError: number {n}" in render_text(failed_report(cases), SPEC, verbose=True) for n in range(5))
+
+
+def test_hidden_cases_are_grouped_by_what_the_candidate_reads_never_by_their_withheld_messages():
+    """Two reports whose hidden cases' real messages are alike in one and differ in the other read the
+    same to the candidate; staff see each distinct real message once."""
+    withheld = "raised an exception (the message of a hidden case is not shown)"
+    alike = [failing("p", TRACEBACK), failing("h1", withheld, False, "ValueError: 1"), failing("h2", withheld, False, "ValueError: 1")]
+    differ = [failing("p", TRACEBACK), failing("h1", withheld, False, "ValueError: 1"), failing("h2", withheld, False, "ValueError: 2")]
+    assert render_text(failed_report(alike), SPEC, verbose=True) == render_text(failed_report(differ), SPEC, verbose=True)
+    assert f"cases h1, h2: {withheld}" in render_text(failed_report(differ), SPEC, verbose=True)
+    assert "cases h1, h2 (hidden): ValueError: 1" in render_text(failed_report(alike), SPEC, staff=True)
+    staff = render_text(failed_report(differ), SPEC, staff=True)
+    assert "case h1 (hidden): ValueError: 1" in staff and "case h2 (hidden): ValueError: 2" in staff
+
+
+def test_a_file_that_raises_in_every_case_shows_its_traceback_once():
+    result = run_grader(str(SUBMISSIONS / "runtime_error" / "raises_in_call.py"), "--public")
+    assert result.returncode == 1 and result.stdout.count("IndexError: tensors used as indices") == 1, result.stdout
+    count = len(in_process.cases_and_expected(SPEC, public_only=True))
+    assert f"(the same message for {count - 1} more cases: public_multi_head, " in result.stdout
 
 
 # --- 4. a run that never reached a case ---------------------------------------------------------

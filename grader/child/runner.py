@@ -198,15 +198,38 @@ def explain_forbidden(found: list[str], _tampered: str = TAMPERED) -> str:
     return "; ".join([text] * bool(uses) + [f for f in found if f not in uses]) or "the runtime guard found a forbidden use"
 
 
-def run_case(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Tensor], submission: str) -> tuple[dict, dict]:
-    """Both calls of one case, and what they returned (the guard's findings are added by main)."""
+_write = os.write  # bound before any submission code runs
+
+
+def label_output(what: str) -> None:
+    """Tell the grader that what the submission prints from now on belongs to `what` ("import", or
+    "<case> forward" or "<case> gradient"): one label line on stdout and on stderr, between
+    what it printed before and what it prints next (grader/sandbox.py CappedBuffer)."""
+    line = wire.OUTPUT_LABEL + what.encode() + b"\n"
+    for fd in (1, 2):
+        try:
+            _write(fd, line)
+        except OSError:  # the submission closed the stream: nothing it prints there arrives anyway
+            pass
+
+
+Labeller = Callable[[str], None]
+
+
+def _no_label(what: str) -> None:
+    """In the grader's own process (tests, benchmarks): nothing to tell apart."""
+
+
+def run_case(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Tensor], submission: str, label: Labeller = _no_label) -> tuple[dict, dict]:
+    """Both calls of one case, and what they returned (the guard's findings are added by main).
+    label(what) is called before each call (label_output in the child)."""
     try:
-        return _run_calls(fn, header, tensors, submission)
+        return _run_calls(fn, header, tensors, submission, label)
     except BaseException as error:  # noqa: BLE001 - reading what the submission returned failed
         return {"kind": "result", "name": header["name"], "phase": "forward"} | _error_report(error, submission), {}
 
 
-def _run_calls(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Tensor], submission: str) -> tuple[dict, dict]:
+def _run_calls(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Tensor], submission: str, label: Labeller = _no_label) -> tuple[dict, dict]:
     num_heads = header["num_heads"]
     names, differentiable = header["inputs"], header["differentiable"]  # call order; gradient inputs
     grad_output = tensors["grad_output"]
@@ -216,6 +239,7 @@ def _run_calls(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Te
     # 1. The plain call, on copies; they are copied again as soon as it returns, so that a change
     # is seen even if the gradient call puts them back.
     args = {name: tensors[name].clone() for name in names}
+    label(f"{header['name']} forward")
     start = time.perf_counter()
     try:
         out = fn(*args.values(), num_heads)
@@ -230,6 +254,7 @@ def _run_calls(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Te
     if "output" not in sent or tuple(sent["output"].shape) != tuple(grad_output.shape):
         return reply, sent
     leaves = {name: tensors[name].clone().requires_grad_(name in differentiable) for name in names}
+    label(f"{header['name']} gradient")
     try:
         out = fn(*leaves.values(), num_heads)
         if isinstance(out, torch.Tensor) and out.requires_grad:
@@ -327,7 +352,7 @@ def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.Buffe
     # What runs after the submission's code is bound now, in this frame, whose names the
     # submission cannot replace; the guard's check shows whether what they use was replaced.
     findings, text_frame, explain, count, _exit = guard.findings, guard.text_frame, explain_forbidden, len, os._exit
-    read_frame, write_frame, run, told = wire.read_frame, wire.write_frame, run_case, 0
+    read_frame, write_frame, run, label, told = wire.read_frame, wire.write_frame, run_case, label_output, 0
 
     # Started: torch imported, the guard armed, nothing of the submission's read. A child that ends or
     # stalls before this frame is the grader's fault (protocol.STARTUP).
@@ -336,6 +361,7 @@ def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.Buffe
     header, _ = read_frame(requests)
     assert header["kind"] == "start"
     failed: BaseException | None = None
+    label("import")
     try:
         module = load_submission(submission, header["sha256"], capabilities if header["restricted"] else None)
     except restricted.RefusedSyntax as error:
@@ -381,7 +407,7 @@ def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.Buffe
         if header["kind"] != "case":
             return
         name = at[0] = header["name"]
-        reply, sent = run(fn, header, tensors, submission)
+        reply, sent = run(fn, header, tensors, submission, label)
         found = findings(False)  # a forbidden use (even one whose exception was caught), or tampering
         if count(found) > told:
             results.write(text_frame({"kind": "result", "name": name, "forbidden": explain(found[told:])}))

@@ -1,6 +1,7 @@
 """The human report: a compact table of the cases, the verdict's message, hints and the submission's output."""
 
 import textwrap
+from collections.abc import Callable
 
 from grader.formats.points import rejected_as_a_whole
 from grader.formats.safe import printable
@@ -20,14 +21,48 @@ def _seconds(x: float | None) -> str:
     return "-" if x is None else f"{x * 1000:.0f}ms"
 
 
-def _distinct(cases: list[CaseResult]) -> list[CaseResult]:
-    """One case per distinct failure message, in order."""
-    seen, kept = set(), []
+def _grouped(cases: list[CaseResult], message: Callable[[CaseResult], str]) -> list[tuple[str, list[CaseResult]]]:
+    """The cases by their message, each distinct message once with the cases it applies to, in the
+    order of each message's first case."""
+    groups: dict[str, list[CaseResult]] = {}
     for case in cases:
-        if case.message not in seen:
-            seen.add(case.message)
-            kept.append(case)
-    return kept
+        groups.setdefault(message(case), []).append(case)
+    return list(groups.items())
+
+
+def _names(cases: list[CaseResult]) -> str:
+    return ", ".join(c.name for c in cases)
+
+
+def _wrapped(text: str) -> list[str]:
+    """A line of case names, wrapped as the diagnosis is."""
+    return textwrap.wrap(text, DIAGNOSIS_WIDTH, break_on_hyphens=False, break_long_words=False)
+
+
+def _headed(cases: list[CaseResult], note: str, message: str) -> list[str]:
+    """`case a: message`, or `cases a, b, ...: message` with a long list of names wrapped."""
+    *names, last = _wrapped(f"case{'s' if len(cases) > 1 else ''} {_names(cases)}{note}:")
+    return [*names, f"{last} {message}"]
+
+
+def _messages(report: Report, failed: list[CaseResult], verbose: bool) -> list[str]:
+    """The failing cases' messages after the verdict's own (report.message, which holds the first
+    failing case's): each distinct message once, naming the cases it applies to; without verbose,
+    the first three other messages."""
+    first = next((c for c in failed if c.status == Verdict.FORBIDDEN_API), failed[0])  # as judge.overall() chooses
+    groups = _grouped(failed, lambda c: c.message)
+    lines = []
+    same = [c for c in failed if c.message == first.message and c is not first]
+    if same:
+        lines += ["", *_wrapped(f"(the same message for {len(same)} more case{'s' if len(same) > 1 else ''}: {_names(same)})")]
+    others = [(message, cases) for message, cases in groups if message != first.message]
+    shown = others if verbose else others[:3]
+    for message, cases in shown:
+        lines += ["", *_headed(cases, "", message)]
+    left = sum(len(cases) for _, cases in others[len(shown) :])
+    if left:
+        lines.append(f"\n({left} more failing case{'s' if left > 1 else ''} with {len(others) - len(shown)} other messages; --verbose shows each)")
+    return lines
 
 
 def _tolerance(case: CaseResult, spec: Spec | None) -> float | None:
@@ -58,9 +93,8 @@ def _verdict_line(report: Report) -> str:
 def _withheld(report: Report) -> list[str]:
     """For staff: what the candidate's report leaves out, each hidden case's whole message."""
     lines = []
-    for c in report.cases:
-        if c.staff_message:
-            lines += ["", f"case {c.name} (hidden): {c.staff_message}"]
+    for message, cases in _grouped([c for c in report.cases if c.staff_message], lambda c: c.staff_message):
+        lines += ["", *_headed(cases, " (hidden)", message)]
     if lines or report.staff_stdout is not None or report.staff_stderr is not None:
         lines = ["", "--- withheld from the candidate (staff view): the whole messages, and all the submission printed ---", *lines]
     return lines
@@ -71,7 +105,8 @@ def render_text(report: Report, spec: Spec | None, verbose: bool = False, staff:
     spec None: the spec could not be read (a grader_error): no tolerances are shown."""
     lines = [f"Submission: {report.submission}", _verdict_line(report)]
     whole = rejected_as_a_whole(report)
-    if report.cases and whole and any(c.seconds is not None or c.check for c in report.cases):  # a forbidden use during a case
+    ran = any(c.seconds is not None or c.check for c in report.cases)
+    if report.cases and whole and ran:  # a forbidden use during a case
         lines.append(f"Cases:      not listed ({len(report.cases)} cases): a forbidden use decides the whole run")
     elif report.cases and whole:  # a start-up failure: no row would say more than "not run"
         lines.append(f"Cases:      none run ({len(report.cases)} cases): the submission failed before the first case")
@@ -93,11 +128,8 @@ def render_text(report: Report, spec: Spec | None, verbose: bool = False, staff:
     if report.verdict != Verdict.ACCEPTED:
         lines.append(report.message)
         failed = [c for c in report.cases if not c.passed and c.status != "not_run"]
-        shown = failed[1:] if verbose else _distinct(failed)[1:4]
-        for c in shown:
-            lines += ["", f"case {c.name}: {c.message}"]
-        if len(failed) > len(shown) + 1:
-            lines.append(f"\n({len(failed) - len(shown) - 1} more failing cases; --verbose shows each)")
+        if failed and (ran or not whole):  # a start-up failure's message is the verdict's alone
+            lines += _messages(report, failed, verbose)
         for hint in report.hints:
             lines += ["", "Hint: " + hint]
     elif not public_passed:
