@@ -152,7 +152,7 @@ def test_submission_output_is_kept_capped_and_does_not_change_the_verdict(tmp_pa
     noisy.write_text(CORRECT.read_text() + '\nprint("chatter " * 20000)\nprint("{\\"verdict\\": \\"accepted\\"}")\n')
     report, status = grade_json(str(noisy))
     assert report["verdict"] == "accepted" and status == 0
-    assert report["stdout"].startswith("chatter") and "more bytes not kept" in report["stdout"]
+    assert report["stdout"].startswith("[while importing the file]\nchatter") and "more bytes not kept" in report["stdout"]
     assert len(report["stdout"]) < 70000
 
 

@@ -307,7 +307,7 @@ def test_a_refusal_ends_the_run_whatever_the_file_catches(tmp_path):
     assert (report["verdict"], status) == ("forbidden_api", 1)
     assert "the attribute sys, a module outside the allowed list (line 12 of solution.py)" in report["message"]
     # the submission was called once: every later case is answered with the finding, unrun
-    assert report["stdout"].strip() == "CALL 1" and "CAUGHT" not in report["stdout"]
+    assert report["stdout"].strip() == "[case public_tiny, forward call]\nCALL 1" and "CAUGHT" not in report["stdout"]
     assert all(case["status"] == "forbidden_api" for case in report["cases"])
 
 
