@@ -534,7 +534,7 @@ class Capabilities:
         return lambda decorated: self.check_value(function(decorated), "what a decorator returned")
 
     def check(self, value: Any, line: int = 0) -> bool:
-        """For a name a class pattern captured: True, or refused."""
+        """For a name a pattern captured: True, or refused."""
         self.check_value(value, "a value a class pattern read")
         return True
 
@@ -716,17 +716,11 @@ def _call(name: str, node: ast.AST, *args: ast.expr) -> ast.Call:
     return ast.copy_location(ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[*args, line], keywords=[]), node)
 
 
-def _captures(patterns: Iterable[ast.AST]) -> list[str]:
-    names = []
+def _refuse_nested_class_patterns(patterns: Iterable[ast.AST]) -> None:
     for pattern in patterns:
         for node in ast.walk(pattern):
             if isinstance(node, ast.MatchClass):
                 raise RefusedSyntax(node.lineno, "a class pattern inside a class pattern (its attribute reads cannot be checked)")
-            if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
-                names.append(node.name)
-            elif isinstance(node, ast.MatchMapping) and node.rest:
-                names.append(node.rest)
-    return names
 
 
 def _captured_names(node: ast.AST) -> list[str]:
@@ -783,7 +777,7 @@ def _rewrite_case(case: ast.match_case) -> None:
             for attribute in node.kwd_attrs:
                 if attribute.startswith("_"):
                     raise RefusedSyntax(node.lineno, f"a class pattern reading the private or special attribute {attribute}")
-            _captures([*node.patterns, *node.kwd_patterns])  # refuses a class pattern inside a class pattern
+            _refuse_nested_class_patterns([*node.patterns, *node.kwd_patterns])
     captured = [name for node in ast.walk(case.pattern) for name in _captured_names(node)]
     if captured:
         checks = [_call(CHECK, case.pattern, ast.Name(id=name, ctx=ast.Load())) for name in captured]
