@@ -5,7 +5,7 @@ The files are a mix of correct, wrong, crashing and forbidden submissions from t
 (taken in turn from each folder). Half of the single gradings run before the batch and half after
 it, so that a load that drifts during the run weighs on both sides alike. Then the pool's own cost:
 how long a submission waits for a child ready to grade, a child of its own beside one from the warm
-pool (grader/pool.py). Usage:
+pool (grader/sandbox/zygote.py). Usage:
 
     .venv/bin/python bench/batch_time.py [N] [JOBS]      (default: 40 submissions, 2 jobs)
 """
@@ -55,8 +55,8 @@ def child_start_seconds(samples: int) -> tuple[float, float]:
     warm-up) beside a child of the warm pool (a fork, the walls, the guard armed), in this process."""
     sys.path.insert(0, str(ROOT))
     from grader import protocol
-    from grader.pool import WarmPool, pool_problem
-    from grader.sandbox import ProcessChild
+    from grader.sandbox.process import ProcessChild
+    from grader.sandbox.zygote import Zygote, zygote_problem
     from grader.spec import load_spec
 
     spec = load_spec()
@@ -72,9 +72,9 @@ def child_start_seconds(samples: int) -> tuple[float, float]:
     for _ in range(max(1, samples // 4)):
         with tempfile.TemporaryDirectory(prefix="mlm-grader-bench-") as tmp:
             own.append(timed(lambda: ProcessChild(Path(tmp), source, "solution.py", spec, "bubblewrap")))
-    if pool_problem("bubblewrap"):
+    if zygote_problem("bubblewrap"):
         return statistics.median(own), float("nan")
-    warm = WarmPool(spec)
+    warm = Zygote(spec)
     try:
         timed(lambda: warm.start_child(Path(), source, "solution.py", spec, "bubblewrap"))  # waits for the server to be ready
         pooled = [timed(lambda: warm.start_child(Path(), source, "solution.py", spec, "bubblewrap")) for _ in range(samples)]

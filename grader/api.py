@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Any
 
 from grader import batch, judge, results
-from grader.cli import internal_error
+from grader.faults import internal_error
 from grader.formats.json import to_json
 from grader.seeding import SeedRefused, secret_from
 from grader.spec import Spec, load_spec, setup_fault
@@ -79,7 +79,7 @@ def _write(folder: Path, source: str | bytes) -> Path:
 
 class Grader:
     """A grader kept warm between calls: the cases and expected outputs are computed once, and the
-    children come from one warm pool (grader/pool.py) that stays up until close() or the end of
+    children come from one warm pool (grader/sandbox/zygote.py) that stays up until close() or the end of
     the `with` block. Use one for a pipeline that grades sources one at a time or in groups.
 
     jobs: gradings at once in grade_many (default: the number of CPU cores); seed: the secret seed

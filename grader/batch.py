@@ -36,18 +36,19 @@ from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from grader import __version__, judge
-from grader.cli import internal_error, points_value, write_atomically
-from grader.formats import FORMATS, SUFFIXES, Options, render
+from grader.faults import internal_error
+from grader.formats import FORMATS, SUFFIXES, Options, render, write_atomically
 from grader.formats.gradescope import DEFAULT_HIDDEN_VISIBILITY, VISIBILITIES
 from grader.formats.json import from_json, to_json
-from grader.formats.points import DEFAULT_POINTS, Marks, first_line, marks
+from grader.formats.points import DEFAULT_POINTS, Marks, first_line, marks, points_value
 from grader.formats.safe import csv_cell, printable
-from grader.isolation import ISOLATION_LEVELS, choose_backend
 from grader.layout import SOLUTION, Entry, read_class_folder
-from grader.pool import PoolError, ServerLost, WarmPool, pool_problem
 from grader.report import hints
 from grader.results import PASSED, CaseResult, Report, Verdict
-from grader.sandbox import Child
+from grader.sandbox import IsolationUnavailable
+from grader.sandbox.backends import ISOLATION_LEVELS, backend_named, choose_backend
+from grader.sandbox.child import Child
+from grader.sandbox.zygote import ServerLost, Zygote, ZygoteError, zygote_problem
 from grader.seeding import SeedRefused, take_seed
 from grader.spec import SPEC_PATH, Scoring, SetupError, Spec, load_spec, seed_public_id, setup_fault
 
@@ -114,14 +115,14 @@ def grader_error(path: Path, seed_id: str, backend: str, error: Exception) -> Re
     return Report(Verdict.GRADER_ERROR, message, str(path), seed_id, backend)
 
 
-def start_warm_pool(spec: Spec, backend: str) -> tuple[WarmPool | None, str]:
+def start_warm_pool(spec: Spec, backend: str) -> tuple[Zygote | None, str]:
     """A warm pool, started now, or None and why each submission gets a child of its own."""
-    problem = pool_problem(backend)
+    problem = zygote_problem(backend)
     if problem:
         return None, problem
     try:
-        return WarmPool(spec), ""
-    except (OSError, PoolError) as error:
+        return Zygote(spec), ""
+    except (OSError, ZygoteError) as error:
         return None, f"the warm pool could not start ({error})"
 
 
@@ -149,11 +150,11 @@ class Pool:
         self.warnings = spec.seed_warnings(seed, public_only)
         self.backend = backend or choose_backend("auto", secret_seed=seed != spec.default_hidden_seed)
         # The uid backend kills every process of the runner user after each grading.
-        self.jobs = 1 if self.backend == "uid" else jobs
+        self.jobs = min(jobs, backend_named(self.backend).max_jobs or jobs)
         self.prepared = prepared or judge.prepare(spec, seed, public_only)
         self.warm_note = ""  # after map(): why its submissions were not graded through a warm pool, if they were not
 
-    def grade_file(self, path: Path, cancel: _Cancel | None = None, warm: WarmPool | None = None) -> Report:
+    def grade_file(self, path: Path, cancel: _Cancel | None = None, warm: Zygote | None = None) -> Report:
         """The report of one file; a fault of the grader becomes a grader_error report. With a warm
         pool, the child is one of its children; if the pool cannot give one, or its server dies
         during the grading, the file is graded (again) with a child of its own."""
@@ -172,7 +173,7 @@ class Pool:
             )
             try:
                 report = grade(start=warm.start_child) if warm else grade()
-            except (PoolError, ServerLost):
+            except (ZygoteError, ServerLost):
                 if cancel and cancel.cancelled:
                     raise _Cancelled() from None
                 report = grade()
@@ -184,11 +185,11 @@ class Pool:
             raise _Cancelled()
         return report
 
-    def map(self, items: Iterable[tuple[K, Path]], stop: threading.Event | None = None, warm: WarmPool | None = None) -> Iterator[tuple[K, Report]]:
+    def map(self, items: Iterable[tuple[K, Path]], stop: threading.Event | None = None, warm: Zygote | None = None) -> Iterator[tuple[K, Report]]:
         """(key, report) for each (key, path), in the order they finish. Items are taken from
         `items` only as a job frees up. When `stop` is set, or the caller stops iterating (an
         exception, a closed generator), running children are killed and their gradings dropped;
-        nothing of them is left when this returns. The children come from a warm pool (grader/pool.py)
+        nothing of them is left when this returns. The children come from a warm pool (grader/sandbox/zygote.py)
         where it keeps every wall: `warm`, which the caller closes, else one of map's own."""
         cancel = _Cancel()
         items = iter(items)
@@ -671,8 +672,9 @@ def run(args: argparse.Namespace, stop: _Stop, out: TextIO) -> int:
         submissions = kept_
     refuse_default = None if args.allow_default_seed else "a batch grades for real"
     try:
-        seeding = take_seed(spec, args.seed, args.isolation, program="grader batch", refuse_default=refuse_default)
-    except SeedRefused as error:
+        choose = lambda secret: backend_named(choose_backend(args.isolation, secret_seed=secret))  # noqa: E731
+        seeding = take_seed(spec, args.seed, choose, program="grader batch", refuse_default=refuse_default)
+    except (SeedRefused, IsolationUnavailable) as error:
         raise UsageError(str(error)) from None
     backend, seed = seeding.backend, seeding.seed
     seed_id, spec_sha256 = seed_public_id(seed), hashlib.sha256(spec_bytes).hexdigest()
@@ -698,8 +700,9 @@ def run(args: argparse.Namespace, stop: _Stop, out: TextIO) -> int:
             if feedback:
                 feedback.write(submission.id, report)
         todo = [s for s in todo if not s.not_graded]
-        jobs = 1 if backend == "uid" else min(args.jobs, max(1, len(todo)))
-        if backend == "uid" and args.jobs > 1:
+        most = backend_named(backend).max_jobs or args.jobs
+        jobs = min(args.jobs, max(1, len(todo)), most)
+        if args.jobs > most:  # the uid backend's: its runner user is held by one grading at a time
             print("uid isolation: grading one submission at a time (the runner user's processes are ended after each)", file=out)
         started = time.monotonic()
         if todo and not stop.event.is_set():

@@ -4,34 +4,23 @@ to join a batch's shards (grader/merge.py)."""
 
 import argparse
 import json
-import math
 import os
 import sys
-import traceback
 from pathlib import Path
 
 from grader import __version__
-from grader.formats import FORMATS, PLATFORM_FORMATS, VISIBILITIES, Options, render
-from grader.formats.points import DEFAULT_POINTS
+from grader.faults import internal_error
+from grader.formats import FORMATS, PLATFORM_FORMATS, VISIBILITIES, Options, render, write_atomically
+from grader.formats.points import DEFAULT_POINTS, points_value
 from grader.formats.safe import printable
-from grader.isolation import ISOLATION_LEVELS
-from grader.judge import STRONG_BACKENDS, grade
+from grader.judge import grade
 from grader.results import Report, Verdict
+from grader.sandbox import IsolationUnavailable
+from grader.sandbox.backends import ISOLATION_LEVELS, backend_named, choose_backend
 from grader.seeding import SeedRefused, take_seed
-from grader.spec import SPEC_PATH, Spec, load_spec, setup_fault
+from grader.spec import SPEC_PATH, Spec, load_spec
 
 EXIT_ACCEPTED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
-
-
-def points_value(text: str) -> float:
-    """--points: a finite number of at least 0.01 (points are shared in hundredths)."""
-    try:
-        points = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(points) or points < 0.01:
-        raise argparse.ArgumentTypeError(f"must be a number of at least 0.01, not {text!r}")
-    return points
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -146,16 +135,6 @@ def save_public_cases(spec: Spec, folder: Path) -> int:
     return EXIT_ACCEPTED
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write text to path so that a reader never sees half a report (a temporary file, then a rename)."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Never a traceback: usage errors are one line on stderr (exit status 2); a fault of the grader
     is a grader_error report in the requested format (exit status 2)."""
@@ -181,23 +160,6 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # noqa: BLE001 - a fault of the grader must never be blamed on the candidate
         report = Report(Verdict.GRADER_ERROR, internal_error(error), str(args.submission), "", "")
         return emit(report, fmt, None, args)
-
-
-SETUP_FAULT = "grader set-up error (not the submission's fault)"
-SETUP_FIX = (
-    "Fix the grader's installation (the spec file, reference/ beside grader/, the packages of requirements.txt in the grader's Python; "
-    "`make grade` sets these up), then grade again"
-)
-
-
-def internal_error(error: BaseException) -> str:
-    """What a grader needs to report a fault of the grader: the exception and where it arose, or,
-    for a broken set-up (grader.spec.setup_fault), what is broken and what to fix."""
-    if setup_fault(error):
-        return f"{SETUP_FAULT}: {error}. {SETUP_FIX}."
-    frames = traceback.extract_tb(error.__traceback__)
-    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
-    return f"internal error of the grader (not the submission's fault): {type(error).__name__}: {error}{where}"
 
 
 def unwritable_stdout(error: OSError) -> None:
@@ -295,13 +257,21 @@ def _main(args: argparse.Namespace, fmt: str) -> int:
 
     def vet_backend(backend: str) -> str | None:
         for flag, given in (("--no-static-check", args.no_static_check), ("--unrestricted", args.unrestricted)):
-            if given and backend not in STRONG_BACKENDS:
+            if given and not backend_named(backend).strong:
                 return f"{flag} needs bubblewrap, uid or docker isolation (this run would use {backend})"
         return None
 
     try:
-        seeding = take_seed(spec, args.seed, args.isolation, program="grader", refuse_default=refuse_default, public_only=args.public, vet_backend=vet_backend)
-    except SeedRefused as error:
+        seeding = take_seed(
+            spec,
+            args.seed,
+            lambda secret: backend_named(choose_backend(args.isolation, secret_seed=secret)),
+            program="grader",
+            refuse_default=refuse_default,
+            public_only=args.public,
+            vet_backend=vet_backend,
+        )
+    except (SeedRefused, IsolationUnavailable) as error:
         print(f"grader: {error}", file=sys.stderr)
         return EXIT_USAGE
     backend, seed = seeding.backend, seeding.seed

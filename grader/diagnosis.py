@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, Case
-from grader.child.guard import vector_jacobian
+from grader.child.vjp import vector_jacobian
 from grader.compare import bitwise_equal, compare_values
 from grader.results import CaseResult, Verdict
 from grader.spec import PROBE_FAMILY, Spec, hidden_module  # noqa: F401 - PROBE_FAMILY: named here too, where the probes are read

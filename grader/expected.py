@@ -10,7 +10,7 @@ import torch
 from torch import Tensor
 
 from grader.cases import DIFFERENTIABLE_INPUTS, Case
-from grader.child.guard import vector_jacobian  # the child's own: the same values as autograd.grad with grad_outputs, without sympy
+from grader.child.vjp import vector_jacobian  # the child's own: the same values as autograd.grad with grad_outputs, without sympy
 from grader.spec import hidden_module
 
 

@@ -21,10 +21,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grader import isolation, policy, protocol
+from grader import policy, protocol
 from grader.protocol import ProtocolError, need
 from grader.results import PASSED, CaseResult, Report, Verdict, deciding_case
-from grader.sandbox import Child, ChildGone, ChildTimeout, Exit, ProcessChild
+from grader.sandbox import IsolationUnavailable
+from grader.sandbox.backends import backend_named, start_child
+from grader.sandbox.child import Child, ChildGone, ChildTimeout, Exit
+from grader.sandbox.limits import PIDS_MAX
 from grader.spec import Limits, Spec, seed_public_id
 
 # What needs torch (the cases, the expected outputs, the comparison, the diagnosis) is imported
@@ -38,7 +41,6 @@ if TYPE_CHECKING:
     from grader.diagnosis import Received
     from grader.expected import Expected
 
-STRONG_BACKENDS = ("bubblewrap", "uid", "docker")  # the walls that hold without the static check
 CPU_LIMIT_REACHED = 0.9  # of the CPU limit, counted by the grader: a SIGXCPU or SIGKILL below it is not the limit's
 
 
@@ -201,7 +203,7 @@ def classify_exit(exit: Exit, limits: Limits, during: str) -> tuple[Verdict, str
         )
     if name == "SIGXFSZ":
         return Verdict.RUNTIME_ERROR, f"the process ended with the signal of the file-size limit ({limits.file_size_mib} MiB) {during}"
-    note = f" after reaching the limit of {isolation.PIDS_MAX} processes" if exit.pids_limit_hits else ""
+    note = f" after reaching the limit of {PIDS_MAX} processes" if exit.pids_limit_hits else ""
     if name is not None:
         return Verdict.RUNTIME_ERROR, f"the process was killed by {name} {during}{note}"
     return Verdict.RUNTIME_ERROR, f"the process exited with status {exit.returncode} {during}{note} (exit() or os._exit() in the submission?)"
@@ -341,28 +343,20 @@ def _expected_of(expected_for: Callable[[Case], Expected], cases: list[Case], in
     return expected_for(cases[index])
 
 
-def start_child(workdir: Path, source: bytes, filename: str, spec: Spec, backend: str) -> Child:
-    if backend == "docker":
-        from grader.docker_backend import DockerChild  # the docker package is needed only here
-
-        return DockerChild(workdir, source, filename, spec)
-    return ProcessChild(workdir, source, filename, spec, backend)
-
-
 def grade(
     path: Path,
     spec: Spec,
     hidden_seed: str,
     public_only: bool = False,
-    backend: str | None = None,
+    backend: str = "",
     static_check: bool = True,
     restricted: bool = True,
     prepared: Prepared | None = None,
     watch: Callable[[Child], AbstractContextManager[object]] | None = None,
     start: Callable[[Path, bytes, str, Spec, str], Child] = start_child,
 ) -> Report:
-    """Grade one submission file, its child walled in by `backend` (see grader/isolation.py; the
-    strongest that works here when None). Never raises for anything the submission does.
+    """Grade one submission file, its child walled in by `backend`, a name of
+    grader/sandbox/backends.py's registry (the caller's choice: choose_backend). Never raises for anything the submission does.
     static_check=False skips the policy check so tests can prove the other walls alone;
     restricted=False also runs the file as plain Python, without the capability layer
     (grader/child/restricted.py), so that the runtime guard's operator checks, the protocol and the
@@ -373,14 +367,17 @@ def grade(
     watch(child): entered as soon as the child is started and left just before it is closed, so
     that another thread may end a grading early with child.kill() (a batch that is stopped).
     start(workdir, source, filename, spec, backend): what starts the child (a batch's warm pool
-    gives one of its children, grader/pool.py); start_child by default."""
-    if not (static_check and restricted) and backend not in STRONG_BACKENDS:
-        raise ValueError(f"the static check and the capability layer may be skipped only under {' or '.join(STRONG_BACKENDS)} isolation")
+    gives one of its children, grader/sandbox/zygote.py); start_child by default."""
+    try:
+        strong = backend_named(backend).strong
+    except IsolationUnavailable as error:
+        raise ValueError(f"{error}: choose the backend with grader.sandbox.backends.choose_backend") from None
+    if not (static_check and restricted) and not strong:
+        raise ValueError(f"the static check and the capability layer may be skipped only under a strong isolation (bubblewrap, uid or docker), not {backend}")
     static_check = static_check and restricted
     if prepared is not None and (prepared.seed_id, prepared.public_only) != (seed_public_id(hidden_seed), public_only):
         raise ValueError("the prepared cases were made for another seed or another choice of public cases")
     started = time.monotonic()
-    backend = backend or isolation.choose_backend("auto", secret_seed=hidden_seed != spec.default_hidden_seed)
     report = Report(Verdict.GRADER_ERROR, "", str(path), seed_public_id(hidden_seed), backend, public_only=public_only)
     received: Received = {}  # case name -> what the child returned, failing cases only
     cases: list[Case] = []

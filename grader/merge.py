@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from grader.batch import CSV_COLUMNS, EXIT_USAGE, Counting, UsageError, conclude, kept
-from grader.cli import points_value
-from grader.formats.points import DEFAULT_POINTS
+from grader.formats.points import DEFAULT_POINTS, points_value
 from grader.results import Verdict
 from grader.spec import SPEC_PATH, load_spec
 

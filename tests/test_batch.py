@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from grader import batch, judge
-from grader.pool import pool_problem
+from grader.sandbox.zygote import zygote_problem
 from grader.spec import Scoring
 from tests.grading import ROOT, SUBMISSIONS, grade_json, run_grader
 
@@ -83,7 +83,7 @@ def test_batch_gives_the_verdicts_of_the_single_file_command(tmp_path):
         assert line["submission"] == str(path) and line["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
         assert line["grader_version"] == alone["versions"]["grader"]
     assert {Path(name).parent.name for name in ONE_OF_EACH} == {line["verdict"] for line in lines}
-    if pool_problem(batch.choose_backend("auto", secret_seed=True)) is None:  # then the batch graded through the warm pool
+    if zygote_problem(batch.choose_backend("auto", secret_seed=True)) is None:  # then the batch graded through the warm pool
         assert all("warm pool" in line["isolation"] for line in lines if line["cases"])  # (a file refused before any case has no child)
         assert not any("warm pool" in alone["isolation"] for alone in single.values())
     with open(gradebook) as f:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from grader.isolation import Cgroup, process_tree_cpu_seconds
+from grader.sandbox.limits import Cgroup, process_tree_cpu_seconds
 from grader.spec import load_spec
 
 # Three processes busy for 0.4 s of CPU each: one that is waited for, one that leaves the session

@@ -6,7 +6,7 @@ import pytest
 
 from grader.judge import classify_exit
 from grader.results import Verdict
-from grader.sandbox import Exit
+from grader.sandbox.child import Exit
 from grader.spec import load_spec
 
 LIMITS = load_spec().limits

@@ -27,7 +27,7 @@ import pytest
 from grader import judge
 from grader.batch import Pool
 from grader.formats.json import to_json
-from grader.isolation import bubblewrap_works
+from grader.sandbox.bubblewrap import bubblewrap_works
 from grader.spec import load_spec
 from tests.grading import SUBMISSIONS, checkout_files, fast_spec, shared_once
 

@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import pwd
+import shutil
 import subprocess
 import sys
 import time
@@ -16,13 +17,18 @@ from typing import Any
 
 import pytest
 
-from grader import isolation, sandbox
+from grader import sandbox
+from grader.sandbox import backends, boxes, bubblewrap, limits
+from grader.sandbox import seccomp as filters
+from grader.sandbox import uid as uid_backend
+from grader.sandbox.backends import backend_named
+from grader.sandbox.workdir import prepare_files
 from grader.spec import ROOT, load_spec
 
 LIMITS = load_spec().limits
 
 
-BOX = isolation.BOX_UID_BASE  # a box uid, for the commands built but not run
+BOX = boxes.BOX_UID_BASE  # a box uid, for the commands built but not run
 
 
 def bind_sources(command: list[str]) -> list[str]:
@@ -34,9 +40,9 @@ def command(request, monkeypatch, tmp_path) -> list[str]:
     """The single child's bubblewrap command as a root grader builds it (a box uid) and as any
     other grader does (its own uid, through a user namespace)."""
     if request.param == "not root":
-        monkeypatch.setattr(isolation.os, "geteuid", lambda: 1000)
+        monkeypatch.setattr(bubblewrap.os, "geteuid", lambda: 1000)
     uid = BOX if request.param == "root" else None
-    return isolation.bubblewrap_command(["python"], tmp_path / "kit", tmp_path / "submission", uid=uid)
+    return bubblewrap.bubblewrap_command(["python"], tmp_path / "kit", tmp_path / "submission", uid=uid)
 
 
 def test_bubblewrap_never_exposes_the_repository_the_reference_or_the_grader(command, tmp_path):
@@ -47,7 +53,7 @@ def test_bubblewrap_never_exposes_the_repository_the_reference_or_the_grader(com
     assert {"--unshare-pid", "--die-with-parent", "--new-session", "--cap-drop"} <= set(command) or "--unshare-all" in command
     first_bind = command.index("--ro-bind")
     assert command.index("--tmpfs") < first_bind  # else a venv under /tmp would be hidden by the tmpfs
-    assert [str(tmp_path / "kit"), isolation.SANDBOX_KIT] == command[command.index(str(tmp_path / "kit")) :][:2]
+    assert [str(tmp_path / "kit"), bubblewrap.SANDBOX_KIT] == command[command.index(str(tmp_path / "kit")) :][:2]
     # bwrap makes the parents of a mount point 0700 by itself: every one is made 0755 first
     made = {command[i + 3] for i, word in enumerate(command[:first_bind]) if word == "--perms" and command[i + 1 : i + 3] == ["0755", "--dir"]}
     for destination in [command[i + 2] for i, word in enumerate(command) if word == "--ro-bind"]:
@@ -62,7 +68,7 @@ def test_a_root_grader_runs_bubblewrap_without_a_user_namespace_and_the_child_as
     assert "--unshare-user" not in wrapper and "--userns" not in wrapper  # a user namespace of root's would make the child host root
     assert {"--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"} <= set(wrapper)
     kept = [wrapper[i + 1] for i, word in enumerate(wrapper) if word == "--cap-add"]
-    assert wrapper[wrapper.index("--cap-drop") + 1] == "ALL" and kept == list(isolation.SETPRIV_CAPABILITIES)
+    assert wrapper[wrapper.index("--cap-drop") + 1] == "ALL" and kept == list(bubblewrap.SETPRIV_CAPABILITIES)
     assert child[:5] == ["setpriv", f"--reuid={BOX}", f"--regid={BOX}", "--clear-groups", "--inh-caps=-all"]
     assert {"--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs"} <= set(child[: child.index("--")]) and child[-2:] == ["--", "python"]
 
@@ -71,7 +77,7 @@ def test_a_root_grader_never_builds_a_command_for_its_own_uid(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("the grader is not root here")
     with pytest.raises(ValueError, match="box uid"):
-        isolation.bubblewrap_command(["python"], tmp_path / "kit", tmp_path / "submission")
+        bubblewrap.bubblewrap_command(["python"], tmp_path / "kit", tmp_path / "submission")
 
 
 def test_bubblewrap_sizes_every_tmpfs_and_makes_the_root_read_only_after_the_last_mount(command):
@@ -88,14 +94,14 @@ def sandboxed(tmp_path: Path, code: str, seccomp: bool = False, **popen: Any) ->
     the grader is root)."""
     (tmp_path / "kit").mkdir(exist_ok=True)
     (tmp_path / "submission").mkdir(exist_ok=True)
-    fd = isolation.seccomp_fd() if seccomp else None
-    box = isolation.take_box_uid() if os.geteuid() == 0 else None
+    fd = filters.seccomp_fd() if seccomp else None
+    box = boxes.take_box_uid() if os.geteuid() == 0 else None
     try:
-        command = isolation.bubblewrap_command(
+        command = bubblewrap.bubblewrap_command(
             [sys.executable, "-I", "-S", "-c", code], tmp_path / "kit", tmp_path / "submission", fd, box.uid if box else None
         )
-        limits = functools.partial(isolation.apply_limits_in_child, LIMITS, [], isolation.PIDS_MAX if box else None, box.uid if box else None)
-        with subprocess.Popen(command, pass_fds=[fd] if fd is not None else [], preexec_fn=limits, **popen) as process:
+        walls = functools.partial(limits.apply_limits_in_child, LIMITS, [], limits.PIDS_MAX if box else None, box.uid if box else None)
+        with subprocess.Popen(command, pass_fds=[fd] if fd is not None else [], preexec_fn=walls, **popen) as process:
             try:
                 yield process
             finally:
@@ -115,7 +121,7 @@ def run_in_sandbox(tmp_path: Path, code: str, seccomp: bool = False) -> str:
     return stdout
 
 
-needs_bubblewrap = pytest.mark.skipif(not isolation.bubblewrap_works(), reason="needs bubblewrap (CI installs it)")
+needs_bubblewrap = pytest.mark.skipif(not bubblewrap.bubblewrap_works(), reason="needs bubblewrap (CI installs it)")
 
 WRITE_PROBE = """
 import json, os
@@ -141,10 +147,10 @@ print(json.dumps(report))
 
 @needs_bubblewrap
 def test_inside_bubblewrap_only_the_sized_tmp_and_dev_shm_take_writes(tmp_path):
-    tries = isolation.TMPFS_MIB + 24  # more than any writable place may hold
+    tries = bubblewrap.TMPFS_MIB + 24  # more than any writable place may hold
     report = json.loads(run_in_sandbox(tmp_path, WRITE_PROBE.replace("MIB", str(tries))))
-    assert report.pop("/tmp") == [isolation.TMPFS_MIB, "No space left on device"]
-    assert report.pop("/dev/shm") == [isolation.SHM_MIB, "No space left on device"]
+    assert report.pop("/tmp") == [bubblewrap.TMPFS_MIB, "No space left on device"]
+    assert report.pop("/dev/shm") == [bubblewrap.SHM_MIB, "No space left on device"]
     assert report.pop("/dev/null") == [1, "written"]
     mounts = report.pop("mounts")
     for place, (written, why) in report.items():
@@ -159,7 +165,7 @@ def test_inside_bubblewrap_only_the_sized_tmp_and_dev_shm_take_writes(tmp_path):
 
 
 def cgroups_available() -> bool:
-    probe = isolation.Cgroup.create(LIMITS, "probe")
+    probe = limits.Cgroup.create(LIMITS, "probe")
     if probe:
         probe.remove()
     return probe is not None
@@ -167,21 +173,21 @@ def cgroups_available() -> bool:
 
 @pytest.mark.skipif(not cgroups_available(), reason="needs root and a writable cgroup tree (CI has both)")
 def test_cgroup_is_created_with_its_limits_and_removed():
-    cgroup = isolation.Cgroup.create(LIMITS, "lifecycle-test")
+    cgroup = limits.Cgroup.create(LIMITS, "lifecycle-test")
     assert cgroup is not None and all(d.exists() for d in cgroup.dirs)
     limit_file = cgroup.memory / ("memory.max" if cgroup.v2 else "memory.limit_in_bytes")
-    assert int(limit_file.read_text()) == LIMITS.memory_mib * isolation.MIB
-    assert int((cgroup.pids / "pids.max").read_text()) == isolation.PIDS_MAX
+    assert int(limit_file.read_text()) == LIMITS.memory_mib * limits.MIB
+    assert int((cgroup.pids / "pids.max").read_text()) == limits.PIDS_MAX
     cgroup.remove()
     assert not any(d.exists() for d in cgroup.dirs)
 
 
 def test_backend_choice():
-    with pytest.raises(isolation.IsolationUnavailable):
-        isolation.choose_backend("no-such-level")
-    assert isolation.choose_backend("process") == "process"
-    if isolation.bubblewrap_works():
-        assert isolation.choose_backend("auto") == isolation.choose_backend("strict") == "bubblewrap"
+    with pytest.raises(sandbox.IsolationUnavailable):
+        backends.choose_backend("no-such-level")
+    assert backends.choose_backend("process") == "process"
+    if bubblewrap.bubblewrap_works():
+        assert backends.choose_backend("auto") == backends.choose_backend("strict") == "bubblewrap"
 
 
 SOCKET_PROBE = """
@@ -225,7 +231,7 @@ print(json.dumps(report))
 """
 
 
-@pytest.mark.skipif(not isolation.bubblewrap_works() or isolation.seccomp_program() is None, reason="needs bubblewrap and libseccomp")
+@pytest.mark.skipif(not bubblewrap.bubblewrap_works() or filters.seccomp_program() is None, reason="needs bubblewrap and libseccomp")
 def test_seccomp_allows_only_unix_sockets_and_refuses_ptrace_and_escape_calls_inside_the_sandbox(tmp_path):
     report = json.loads(run_in_sandbox(tmp_path, SOCKET_PROBE, seccomp=True))
     assert report.pop("socket AF_UNIX") == report.pop("socketpair AF_UNIX") == "allowed"
@@ -237,12 +243,12 @@ def test_seccomp_allows_only_unix_sockets_and_refuses_ptrace_and_escape_calls_in
         assert report["keyctl"] == report["userfaultfd"] == "EPERM"
 
 
-@pytest.mark.skipif(isolation.seccomp_program() is None, reason="needs libseccomp")
+@pytest.mark.skipif(filters.seccomp_program() is None, reason="needs libseccomp")
 def test_every_denied_call_is_one_the_filter_knows():
     import pyseccomp
 
     if os.uname().machine == "x86_64":  # elsewhere some (iopl, ioperm) do not exist
-        assert [name for name in isolation.DENIED_CALLS if pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, name) < 0] == []
+        assert [name for name in filters.DENIED_CALLS if pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, name) < 0] == []
 
 
 @needs_bubblewrap
@@ -254,13 +260,13 @@ def test_a_nested_user_namespace_is_refused_even_without_seccomp_where_the_grade
 
 
 def test_describe_says_what_the_walls_are():
-    text = isolation.describe("bubblewrap", None, LIMITS)
-    assert f"private {isolation.TMPFS_MIB} MiB /tmp and {isolation.SHM_MIB} MiB /dev/shm" in text and "read-only root" in text
-    if isolation.seccomp_program() is not None:
+    text = backend_named("bubblewrap").describe(None, LIMITS)
+    assert f"private {bubblewrap.TMPFS_MIB} MiB /tmp and {bubblewrap.SHM_MIB} MiB /dev/shm" in text and "read-only root" in text
+    if filters.seccomp_program() is not None:
         assert "sockets of the AF_UNIX family only" in text and "no ptrace" in text
-    assert "a secret seed is not protected" in isolation.describe("process", None, LIMITS)
+    assert "a secret seed is not protected" in backend_named("process").describe(None, LIMITS)
     # whose uid the child has: a box uid of its own (a root grader), or the grader's
-    assert "host uid 60007 of its own, unprivileged" in isolation.describe("bubblewrap", None, LIMITS, 60007)
+    assert "host uid 60007 of its own, unprivileged" in backend_named("bubblewrap").describe(None, LIMITS, 60007)
     assert f"the grader's uid {os.getuid()} through a user namespace" in text
 
 
@@ -272,19 +278,19 @@ def test_the_runner_user_is_only_the_dedicated_one_never_nobody(monkeypatch):
         expected = pwd.getpwnam("mlm-runner")[2:4]
     except KeyError:
         expected = None
-    isolation.runner_ids.cache_clear()
-    assert isolation.runner_ids() == (tuple(expected) if expected else None)
-    monkeypatch.setattr(isolation, "RUNNER_USER", "nobody")  # even when named, a shared user is refused
-    isolation.runner_ids.cache_clear()
-    assert isolation.runner_ids() is None
+    uid_backend.runner_ids.cache_clear()
+    assert uid_backend.runner_ids() == (tuple(expected) if expected else None)
+    monkeypatch.setattr(uid_backend, "RUNNER_USER", "nobody")  # even when named, a shared user is refused
+    uid_backend.runner_ids.cache_clear()
+    assert uid_backend.runner_ids() is None
     monkeypatch.undo()
-    isolation.runner_ids.cache_clear()
+    uid_backend.runner_ids.cache_clear()
 
 
-@pytest.mark.skipif(isolation.runner_ids() is not None, reason="the message for a missing runner user")
+@pytest.mark.skipif(uid_backend.runner_ids() is not None, reason="the message for a missing runner user")
 def test_without_the_runner_user_the_uid_backend_says_how_to_create_it():
-    with pytest.raises(isolation.IsolationUnavailable, match="useradd --system --no-create-home --shell /usr/sbin/nologin mlm-runner"):
-        isolation.choose_backend("uid")
+    with pytest.raises(sandbox.IsolationUnavailable, match="useradd --system --no-create-home --shell /usr/sbin/nologin mlm-runner"):
+        backends.choose_backend("uid")
 
 
 SWITCH_USER = "import ctypes, os, time; os.setgroups([]); os.setresgid({uid}, {uid}, {uid}); os.setresuid({uid}, {uid}, {uid})"
@@ -304,19 +310,19 @@ def alive(process: subprocess.Popen) -> bool:
     return process.poll() is None
 
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0 or not isolation.shutil.which("setpriv"), reason="starts processes as other users")
+needs_root = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="starts processes as other users")
 
 
 @pytest.fixture
 def scratch_runner(monkeypatch, tmp_path):
     """An unused uid standing in for the runner user, held by this process through a lock in tmp_path."""
     uid = free_uid()
-    monkeypatch.setattr(isolation, "runner_ids", lambda: (uid, uid))
-    monkeypatch.setattr(isolation, "RUNNER_LOCK_DIR", tmp_path)
-    monkeypatch.setattr(isolation, "_runner_lock", None)
+    monkeypatch.setattr(uid_backend, "runner_ids", lambda: (uid, uid))
+    monkeypatch.setattr(uid_backend, "RUNNER_LOCK_DIR", tmp_path)
+    monkeypatch.setattr(uid_backend, "_runner_lock", None)
     yield uid
-    if isolation._runner_lock is not None:
-        os.close(isolation._runner_lock)
+    if uid_backend._runner_lock is not None:
+        os.close(uid_backend._runner_lock)
 
 
 @needs_root
@@ -335,14 +341,14 @@ def test_the_kill_reaches_every_process_of_the_runner_user_and_nothing_else(scra
             assert time.monotonic() < deadline
             time.sleep(0.05)  # until it has switched and hidden
         with pytest.raises(ValueError):
-            isolation.kill_processes_of(uid)  # not held by this process yet
-        isolation.hold_runner_user(uid)
+            uid_backend.kill_processes_of(uid)  # not held by this process yet
+        uid_backend.hold_runner_user(uid)
         with pytest.raises(ValueError):
-            isolation.kill_processes_of(65534)
-        isolation.kill_processes_of(uid)
+            uid_backend.kill_processes_of(65534)
+        uid_backend.kill_processes_of(uid)
         for process in (runner, escaped, hidden):
             process.wait(timeout=10)
-        assert [pid for pid in os.listdir("/proc") if pid.isdigit() and uid in isolation._real_and_saved_uids(pid)] == []
+        assert [pid for pid in os.listdir("/proc") if pid.isdigit() and uid in uid_backend._real_and_saved_uids(pid)] == []
         assert alive(nobody) and alive(ours)
     finally:
         for process in (nobody, ours, runner, escaped, hidden):
@@ -351,11 +357,11 @@ def test_the_kill_reaches_every_process_of_the_runner_user_and_nothing_else(scra
 
 
 def test_the_runner_user_is_held_by_one_grader_at_a_time(scratch_runner, tmp_path):
-    isolation.hold_runner_user(scratch_runner)
+    uid_backend.hold_runner_user(scratch_runner)
     lock = tmp_path / f"mlm-grader-runner-{scratch_runner}.lock"
     other = subprocess.run(["flock", "--nonblock", str(lock), "true"])
     assert other.returncode != 0  # another grader would wait
-    isolation.hold_runner_user(scratch_runner)  # again in the same process: already held
+    uid_backend.hold_runner_user(scratch_runner)  # again in the same process: already held
 
 
 @needs_root
@@ -363,12 +369,12 @@ def test_a_lock_file_of_another_user_is_refused(scratch_runner, tmp_path):
     lock = tmp_path / f"mlm-grader-runner-{scratch_runner}.lock"
     lock.touch()
     os.chown(lock, 65534, 65534)
-    with pytest.raises(isolation.IsolationUnavailable, match="belongs to another user"):
-        isolation.hold_runner_user(scratch_runner)
+    with pytest.raises(sandbox.IsolationUnavailable, match="belongs to another user"):
+        uid_backend.hold_runner_user(scratch_runner)
 
 
 @pytest.mark.skipif(
-    not isolation.uid_separation_works(), reason="needs the mlm-runner user and an interpreter it can read (the container test runs the uid backend)"
+    uid_backend.uid_problem() is not None, reason="needs the mlm-runner user and an interpreter it can read (the container test runs the uid backend)"
 )
 def test_grading_under_the_uid_backend_leaves_other_users_processes_alone():
     nobody = as_user(65534, "sleep", "60")
@@ -392,11 +398,11 @@ def test_grading_under_the_uid_backend_leaves_other_users_processes_alone():
 
 @needs_root
 def test_a_box_uid_is_held_by_one_child_at_a_time_and_never_one_in_use():
-    first, second = isolation.take_box_uid(), isolation.take_box_uid()
+    first, second = boxes.take_box_uid(), boxes.take_box_uid()
     assert first.uid != second.uid
-    assert all(isolation.BOX_UID_BASE <= box.uid < isolation.BOX_UID_BASE + isolation.BOX_UIDS for box in (first, second))
-    assert not any(isolation._has_account(box.uid) for box in (first, second))
-    lock = str(isolation.BOX_LOCK_DIR / f"mlm-grader-box-{first.uid}.lock")
+    assert all(boxes.BOX_UID_BASE <= box.uid < boxes.BOX_UID_BASE + boxes.BOX_UIDS for box in (first, second))
+    assert not any(boxes._has_account(box.uid) for box in (first, second))
+    lock = str(boxes.BOX_LOCK_DIR / f"mlm-grader-box-{first.uid}.lock")
     assert subprocess.run(["flock", "--nonblock", lock, "true"]).returncode != 0  # another grader passes it by
     busy = as_user(first.uid, "sleep", "60")  # a process left with that uid, its grader gone
     try:
@@ -406,7 +412,7 @@ def test_a_box_uid_is_held_by_one_child_at_a_time_and_never_one_in_use():
         while f"\t{first.uid}\t" not in Path(f"/proc/{busy.pid}/status").read_text():
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        third = isolation.take_box_uid()
+        third = boxes.take_box_uid()
         assert third.uid not in (first.uid, second.uid)  # first.uid is not held, but a process has it
         third.release()
     finally:
@@ -417,13 +423,13 @@ def test_a_box_uid_is_held_by_one_child_at_a_time_and_never_one_in_use():
 
 @needs_root
 def test_a_box_uid_whose_lock_file_is_someone_elses_is_passed_by(monkeypatch, tmp_path):
-    monkeypatch.setattr(isolation, "BOX_LOCK_DIR", tmp_path)
-    running = isolation._running_uids()
-    candidate = next(uid for uid in range(isolation.BOX_UID_BASE, isolation.BOX_UID_BASE + 100) if uid not in running and not isolation._has_account(uid))
+    monkeypatch.setattr(boxes, "BOX_LOCK_DIR", tmp_path)
+    running = boxes._running_uids()
+    candidate = next(uid for uid in range(boxes.BOX_UID_BASE, boxes.BOX_UID_BASE + 100) if uid not in running and not boxes._has_account(uid))
     foreign = tmp_path / f"mlm-grader-box-{candidate}.lock"
     foreign.touch()
     os.chown(foreign, 65534, 65534)  # anyone could make it, and hold it to take the uid from under us
-    box = isolation.take_box_uid()
+    box = boxes.take_box_uid()
     box.release()
     assert box.uid != candidate
 
@@ -431,7 +437,7 @@ def test_a_box_uid_whose_lock_file_is_someone_elses_is_passed_by(monkeypatch, tm
 def test_the_kit_and_the_submission_are_readable_by_a_box_uid_whatever_the_umask(tmp_path):
     umask = os.umask(0o077)  # a hardened grader's: its files would be root's alone
     try:
-        kit, _, submission = sandbox.prepare_files(tmp_path, b"x = 1\n", "solution.py")
+        kit, _, submission = prepare_files(tmp_path, b"x = 1\n", "solution.py")
     finally:
         os.umask(umask)
     for path in [kit, *kit.rglob("*"), submission, submission / "solution.py"]:
@@ -442,7 +448,7 @@ def test_the_kit_and_the_submission_are_readable_by_a_box_uid_whatever_the_umask
 
 SCRUB_PROBE = """
 import sys
-from grader.isolation import scrub_secret
+from grader.seeding import scrub_secret
 scrub_secret("MLM_GRADER_SEED", sys.argv[2])
 print(open("/proc/self/environ", "rb").read().hex(), open("/proc/self/cmdline", "rb").read().hex())
 """
@@ -489,7 +495,7 @@ def test_inside_bubblewrap_nothing_of_the_kernel_or_of_other_processes_takes_wri
     assert report["writable"] == {}
     if os.geteuid() == 0:  # else the map's outer side is bwrap's own intermediate namespace, and the grader is not root anyway
         uids = host_uids(report)
-        assert len(uids) == 1 and 0 not in uids and isolation.BOX_UID_BASE <= min(uids) < isolation.BOX_UID_BASE + isolation.BOX_UIDS, report
+        assert len(uids) == 1 and 0 not in uids and boxes.BOX_UID_BASE <= min(uids) < boxes.BOX_UID_BASE + boxes.BOX_UIDS, report
 
 
 def descendants(pid: int) -> list[int]:
@@ -516,7 +522,7 @@ def test_seen_from_the_host_the_sandboxed_python_has_an_unprivileged_uid_and_no_
     uids = {int(uid) for uid in fields["Uid"].split() + fields["Gid"].split()}  # real, effective, saved, file system
     assert len(uids) == 1 and 0 not in uids, fields["Uid"]
     if os.geteuid() == 0:
-        assert isolation.BOX_UID_BASE <= uids.pop() < isolation.BOX_UID_BASE + isolation.BOX_UIDS
+        assert boxes.BOX_UID_BASE <= uids.pop() < boxes.BOX_UID_BASE + boxes.BOX_UIDS
     capabilities = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
     assert {name: int(fields[name], 16) for name in capabilities} == dict.fromkeys(capabilities, 0)
     assert fields["NoNewPrivs"].strip() == "1"

@@ -27,9 +27,11 @@ PUBLIC = [t.name for t in SPEC.templates if t.settings["visibility"] == "public"
 HIDDEN = [t.name for t in SPEC.templates if t.settings["visibility"] != "public"]
 TOP = "mlm-tied-head-kit"
 GRADER_MODULES = [
-    *(f"grader/{name}.py" for name in ("__init__", "cases", "compare", "diagnosis", "expected", "isolation", "judge", "policy", "protocol")),
-    *(f"grader/{name}.py" for name in ("report", "results", "sandbox", "spec")),
-    *(f"grader/child/{name}.py" for name in ("__init__", "guard", "restricted", "runner", "walls", "wire")),
+    *(f"grader/{name}.py" for name in ("__init__", "cases", "compare", "diagnosis", "expected", "judge", "policy", "protocol")),
+    *(f"grader/{name}.py" for name in ("report", "results", "spec")),
+    # the sandbox the kit runs: bubblewrap, else a plain process; not the uid or docker backends nor the zygote
+    *(f"grader/sandbox/{name}.py" for name in ("__init__", "backends", "boxes", "bubblewrap", "child", "limits", "output", "process", "seccomp", "workdir")),
+    *(f"grader/child/{name}.py" for name in ("__init__", "guard", "restricted", "runner", "vjp", "walls", "wire")),
     "grader/formats/__init__.py",
     "grader/formats/text.py",
     "grader/formats/points.py",
@@ -346,9 +348,10 @@ def test_a_plain_child_that_ends_is_reaped_with_its_status_and_cpu_time(tmp_path
     import signal
     import time
 
-    from grader.sandbox import ProcessChild
+    from grader.sandbox.backends import backend_named
+    from grader.sandbox.process import ProcessChild
 
-    with ProcessChild(tmp_path, b"", "s.py", SPEC, "plain") as child:
+    with ProcessChild(tmp_path, b"", "s.py", SPEC, backend_named("plain")) as child:
         time.sleep(0.5)  # the child starts importing torch: CPU time to count
         child.kill()
         ended = child.exit()
@@ -377,7 +380,9 @@ def test_the_plain_child_takes_each_limit_the_system_accepts(monkeypatch: pytest
 
 def test_the_grader_never_takes_the_kits_plain_process() -> None:
     from grader import judge
-    from grader.isolation import ISOLATION_LEVELS, PLAIN, IsolationUnavailable, choose_backend
+    from grader.sandbox import IsolationUnavailable
+    from grader.sandbox.backends import ISOLATION_LEVELS, choose_backend
+    from grader.sandbox.process import PLAIN
 
     assert PLAIN not in ISOLATION_LEVELS  # what --isolation accepts
     with pytest.raises(IsolationUnavailable, match="unknown isolation level"):

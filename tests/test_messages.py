@@ -21,7 +21,7 @@ from grader.formats.prairielearn import to_prairielearn
 from grader.formats.text import ERROR_COLUMN, OUTPUT_SHOWN, render_text
 from grader.judge import PUBLIC_PASSED
 from grader.results import NOT_RUN, CaseResult, Report, Verdict
-from grader.sandbox import WITHHELD_OUTPUT, CappedBuffer
+from grader.sandbox.output import WITHHELD_OUTPUT, CappedBuffer
 from grader.spec import load_spec
 from tests import in_process
 from tests.grading import ROOT, SUBMISSIONS, grade_json, run_grader

@@ -1,4 +1,4 @@
-"""The warm pool (grader/pool.py): every wall of a single grading holds for each submission it
+"""The warm pool (grader/sandbox/zygote.py): every wall of a single grading holds for each submission it
 grades, whatever an earlier or a neighbouring submission did to the pool.
 
 Each attack (tests/submissions/pool_attacks/) is appended to an honest solution, so that the
@@ -16,13 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from grader import batch, isolation, judge
-from grader.pool import PoolChild, WarmPool, pool_problem
+from grader import batch, judge
+from grader.child import walls
+from grader.sandbox import boxes, bubblewrap, seccomp
+from grader.sandbox.zygote import Zygote, ZygoteChild, zygote_problem
 from grader.spec import load_spec
 from tests.grading import SUBMISSIONS, fast_spec
 from tests.test_isolation import host_sysctls, host_uids
 
-pytestmark = pytest.mark.skipif(pool_problem("bubblewrap") is not None, reason=f"no warm pool here: {pool_problem('bubblewrap')}")
+pytestmark = pytest.mark.skipif(zygote_problem("bubblewrap") is not None, reason=f"no warm pool here: {zygote_problem('bubblewrap')}")
 
 ATTACKS = SUBMISSIONS / "pool_attacks"
 HONEST = SUBMISSIONS / "accepted" / "plain_helpers.py"
@@ -45,7 +47,7 @@ def prepared(spec):
 
 @pytest.fixture
 def warm(spec):
-    pool = WarmPool(spec)
+    pool = Zygote(spec)
     yield pool
     pool.close()
 
@@ -135,11 +137,11 @@ def test_each_child_has_the_walls_and_limits_of_a_single_child(spec, prepared, w
     facts = json.loads(report.stdout.strip().splitlines()[-1])
     limits, mib = spec.limits, 1 << 20
     assert facts["pid"] == 2 and facts["cwd"] == "/tmp" and facts["tmp"] == []  # pid 2 of its own namespace, as under bubblewrap
-    assert facts["tmp_mib"] == isolation.TMPFS_MIB and facts["shm_mib"] == isolation.SHM_MIB
+    assert facts["tmp_mib"] == bubblewrap.TMPFS_MIB and facts["shm_mib"] == bubblewrap.SHM_MIB
     [[_, outside, count]] = facts["uid_map"]  # its own uid alone, as the server's user namespace (the host, for box uids) sees it
     assert count == 1 and outside != 0
     if os.geteuid() == 0:
-        assert isolation.BOX_UID_BASE <= outside < isolation.BOX_UID_BASE + isolation.BOX_UIDS
+        assert boxes.BOX_UID_BASE <= outside < boxes.BOX_UID_BASE + boxes.BOX_UIDS
     assert facts["limits"] == {
         "CPU": [limits.cpu_seconds, limits.cpu_seconds + 1],
         "AS": [limits.memory_mib * mib] * 2,
@@ -161,7 +163,7 @@ def test_a_child_can_write_nothing_of_the_kernel_nor_of_other_processes(spec, pr
     assert facts["writable"] == {}
     if os.geteuid() == 0:  # as the server's user namespace sees them: it maps the box uids onto themselves
         uids = host_uids(facts)
-        assert len(uids) == 1 and isolation.BOX_UID_BASE <= min(uids) < isolation.BOX_UID_BASE + isolation.BOX_UIDS, facts
+        assert len(uids) == 1 and boxes.BOX_UID_BASE <= min(uids) < boxes.BOX_UID_BASE + boxes.BOX_UIDS, facts
     assert_unaffected(spec, prepared, warm, tmp_path)
 
 
@@ -173,7 +175,7 @@ def ids_and_capabilities(pid: int) -> tuple[tuple[int, ...], int]:
 
 
 def test_the_server_and_each_child_run_as_unprivileged_host_uids_of_their_own(spec, warm):
-    children = [PoolChild(warm, HONEST.read_bytes(), f"{PREFIX}uid{n}.py", spec) for n in range(2)]
+    children = [ZygoteChild(warm, HONEST.read_bytes(), f"{PREFIX}uid{n}.py", spec) for n in range(2)]
     try:
         server_uids, _ = ids_and_capabilities(warm.server_pid)
         assert set(server_uids) == {server_uids[0]} and server_uids[0] != 0
@@ -190,10 +192,10 @@ def test_the_server_and_each_child_run_as_unprivileged_host_uids_of_their_own(sp
             child_uids.append(uids[0])
         if os.geteuid() == 0:  # box uids: each its own, none of them an account's
             assert len({server_uids[0], *child_uids}) == 3
-            assert all(isolation.BOX_UID_BASE <= uid < isolation.BOX_UID_BASE + isolation.BOX_UIDS for uid in [server_uids[0], *child_uids])
+            assert all(boxes.BOX_UID_BASE <= uid < boxes.BOX_UID_BASE + boxes.BOX_UIDS for uid in [server_uids[0], *child_uids])
             # The server's user namespace maps the box uids alone: no one in it can become root.
             extents = [[int(n) for n in line.split()] for line in Path(f"/proc/{warm.server_pid}/uid_map").read_text().splitlines()]
-            assert extents == [[isolation.BOX_UID_BASE, isolation.BOX_UID_BASE, isolation.BOX_UIDS]]
+            assert extents == [[boxes.BOX_UID_BASE, boxes.BOX_UID_BASE, boxes.BOX_UIDS]]
     finally:
         for child in children:
             child.close()
@@ -224,7 +226,7 @@ def test_a_server_that_dies_mid_grading_is_replaced_and_the_submission_graded_ag
     # The real limits: the grading is done again in a child of its own, which imports torch first.
     spec = load_spec()
     prepared = judge.prepare(spec, SEED)
-    with closing(WarmPool(spec)) as warm:
+    with closing(Zygote(spec)) as warm:
         server_dies_mid_grading(spec, prepared, warm, tmp_path)
 
 
@@ -247,7 +249,7 @@ def server_dies_mid_grading(spec, prepared, warm, tmp_path):
 
 
 def test_a_grading_that_asks_a_closed_pool_for_a_child_gets_one_of_its_own(spec, prepared, tmp_path):
-    warm = WarmPool(spec)
+    warm = Zygote(spec)
     assert "warm pool" in grade(spec, prepared, warm, [honest(tmp_path)])["honest"].isolation  # its server was ready once
     warm.close()
     pool = batch.Pool(spec, SEED, jobs=1, backend="bubblewrap", prepared=prepared, static_check=False, restricted=False)
@@ -258,10 +260,10 @@ def test_a_grading_that_asks_a_closed_pool_for_a_child_gets_one_of_its_own(spec,
 
 
 def test_the_pool_childs_filter_refuses_new_namespaces_but_not_a_plain_fork():
-    program = isolation.seccomp_program("child")
+    program = seccomp.seccomp_program("child")
     probe = f"""
 import ctypes, errno, os, sys
-sys.path.insert(0, {str(Path(isolation.__file__).parent)!r})
+sys.path.insert(0, {str(Path(walls.__file__).parents[1])!r})
 from child import walls
 walls._check(walls._libc.prctl(walls.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 walls.install_seccomp(bytes.fromhex({program.hex()!r}))

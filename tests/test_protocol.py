@@ -22,9 +22,9 @@ import torch
 from grader import protocol
 from grader.cases import make_cases
 from grader.child import wire
-from grader.isolation import bubblewrap_works
 from grader.protocol import ProtocolError
-from grader.sandbox import QUEUED_FRAMES, Child, ChildTimeout
+from grader.sandbox.bubblewrap import bubblewrap_works
+from grader.sandbox.child import QUEUED_FRAMES, Child, ChildTimeout
 from grader.spec import load_spec
 from tests.grading import ROOT, SUBMISSIONS, grade_json
 

@@ -51,12 +51,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     sys.path.insert(0, str(HERE))  # the grader's modules beside this file, whatever the current folder
     try:
-        from grader import GRADER_TORCH, isolation, judge
+        from grader import GRADER_TORCH, judge
         from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, Case
         from grader.expected import Expected
         from grader.formats.text import render_text
         from grader.report import hints
         from grader.results import Verdict
+        from grader.sandbox import bubblewrap, process
         from grader.spec import parse_spec, seed_public_id
     except ImportError as error:
         print(f"check.py: the kit's grader/ folder is incomplete ({error}); unzip the kit again", file=sys.stderr)
@@ -80,9 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     # The kit holds no secret, so without bubblewrap a plain child process will do; the report names the walls used.
     # Where the system is not Linux (macOS), nothing Linux's is used: no namespaces, cgroups, /proc or prctl.
     if sys.platform == "linux":  # WSL included
-        backend = "bubblewrap" if isolation.bubblewrap_works() else "process"
+        backend = "bubblewrap" if bubblewrap.bubblewrap_works() else "process"
     else:
-        backend = isolation.PLAIN
+        backend = process.PLAIN
     torch.set_num_threads(1)  # tiny tensors: threads only add overhead
     seed = spec.public_seed
     try:

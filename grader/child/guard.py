@@ -60,6 +60,8 @@ import torch
 from torch._ops import OpOverload, OpOverloadPacket
 from torch.overrides import TorchFunctionMode
 
+from .vjp import vector_jacobian
+
 TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 # Where forbidden operators get refusing kernels: every key a CPU computation can be dispatched to.
 KERNEL_KEYS = (
@@ -149,15 +151,6 @@ def own_override(kind: type) -> str | None:
             if name in namespace and namespace[name] is not harmless:
                 return _qualname_of(kind)
     return _qualname_of(kind)  # not a tensor at all, yet torch found an override on it
-
-
-def vector_jacobian(output: Any, wrt: list[Any], grad_output: Any) -> tuple[Any, ...]:
-    """autograd.grad(output, wrt, grad_outputs=grad_output, allow_unused=True), bitwise, taken from
-    the scalar <output, grad_output> (the product's backward hands grad_output itself, unchanged, to
-    the output): passing grad_outputs imports sympy on first use (half a second of every grading)."""
-    if tuple(output.shape) != tuple(grad_output.shape):  # a product would broadcast where autograd refuses
-        raise RuntimeError(f"Mismatch in shape: grad_output has a shape of {tuple(grad_output.shape)} and output has a shape of {tuple(output.shape)}")
-    return torch.autograd.grad((output * grad_output.to(output.dtype)).sum(), wrt, allow_unused=True)
 
 
 def judge_code(code: Any, functions: frozenset[str]) -> str:

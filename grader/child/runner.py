@@ -21,7 +21,8 @@ from typing import Any, NoReturn
 import torch
 
 from . import restricted, wire
-from .guard import TAMPERED, Guard, vector_jacobian
+from .guard import TAMPERED, Guard
+from .vjp import vector_jacobian
 
 wire.load_tensor_modules()  # now, while sys.modules holds the real numpy and torch
 

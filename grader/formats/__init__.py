@@ -7,7 +7,9 @@ prairielearn  PrairieLearn's external-grader results.json (prairielearn.py)
 junit         JUnit XML for CI systems (junit.py)
 """
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from grader.formats.gradescope import DEFAULT_HIDDEN_VISIBILITY, VISIBILITIES, render_gradescope
 from grader.formats.json import render_json
@@ -58,3 +60,13 @@ def render(report: Report, fmt: str, spec: Spec | None, options: Options) -> str
     if fmt == "junit":
         return render_junit(report, staff=options.staff)
     raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write text to path so that a reader never sees half a report (a temporary file, then a rename)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)

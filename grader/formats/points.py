@@ -6,6 +6,7 @@ grader). The second kind scores 0 in every mode and is shown as one explanatory 
 list of cases that never ran says nothing.
 """
 
+import argparse
 import math
 from dataclasses import dataclass
 
@@ -142,3 +143,14 @@ def submission_message(report: Report, where_told: str) -> str:
         return report.message
     passed = sum(c.passed for c in report.cases)
     return f"{passed} of {len(report.cases)} cases passed; the first failing case is hidden: {where_told}."
+
+
+def points_value(text: str) -> float:
+    """--points: a finite number of at least 0.01 (points are shared in hundredths)."""
+    try:
+        points = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(points) or points < 0.01:
+        raise argparse.ArgumentTypeError(f"must be a number of at least 0.01, not {text!r}")
+    return points

@@ -20,14 +20,28 @@ from docker.errors import DockerException, ImageNotFound, NotFound
 from docker.types import Ulimit
 from requests.exceptions import RequestException
 
-from grader import isolation
-from grader.sandbox import BOOTSTRAP, Child, ChildGone, Exit, prepare_files
+from grader.sandbox.backends import Backend
+from grader.sandbox.bubblewrap import TMPFS_MIB
+from grader.sandbox.child import BOOTSTRAP, Child, ChildGone, Exit, returncode_of
+from grader.sandbox.limits import MIB, PIDS_MAX
+from grader.sandbox.workdir import child_environment, prepare_files
 from grader.spec import Spec
 
 RUNNER_IMAGE = os.environ.get("MLM_GRADER_RUNNER_IMAGE", "mlm-grader-runner")
 CHANNEL = "/channel/grader.sock"
 LABEL = "mlm-grader-child"
 NPROC = 4096  # engines default to more than many hosts allow, and then refuse to start
+
+
+class Docker(Backend):
+    name = "docker"
+
+    def problem(self) -> str | None:
+        problem = docker_works()
+        return None if problem is None else f"--isolation docker: {problem}"
+
+    def start(self, workdir: Path, source: bytes, filename: str, spec: Spec) -> Child:
+        return DockerChild(workdir, source, filename, spec)
 
 
 def docker_works() -> str | None:
@@ -44,6 +58,10 @@ def docker_works() -> str | None:
 
 
 class DockerChild(Child):
+    """A child in a container of its own; the engine counts its memory, the grader its wall time."""
+
+    counts_cpu = False  # its processes are the engine's: the container's RLIMIT_CPU holds alone
+
     def __init__(self, workdir: Path, source: bytes, filename: str, spec: Spec) -> None:
         super().__init__(spec)
         limits = spec.limits
@@ -68,18 +86,18 @@ class DockerChild(Child):
             user="mlm-runner",
             network_mode="none",
             read_only=True,
-            tmpfs={"/tmp": f"size={isolation.TMPFS_MIB}m"},
+            tmpfs={"/tmp": f"size={TMPFS_MIB}m"},
             working_dir="/tmp",
-            environment={"HOME": "/tmp", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"},
+            environment=child_environment("/tmp"),
             mem_limit=f"{limits.memory_mib}m",
             memswap_limit=f"{limits.memory_mib}m",
-            pids_limit=isolation.PIDS_MAX,
+            pids_limit=PIDS_MAX,
             nano_cpus=1_000_000_000,
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
             ulimits=[
                 Ulimit(name="cpu", soft=limits.cpu_seconds, hard=limits.cpu_seconds + 1),
-                Ulimit(name="fsize", soft=limits.file_size_mib * isolation.MIB, hard=limits.file_size_mib * isolation.MIB),
+                Ulimit(name="fsize", soft=limits.file_size_mib * MIB, hard=limits.file_size_mib * MIB),
                 Ulimit(name="nofile", soft=limits.open_files, hard=limits.open_files),
                 Ulimit(name="core", soft=0, hard=0),
                 # per user on the host: the pids limit above is the real cap on processes
@@ -98,7 +116,7 @@ class DockerChild(Child):
             raise
         self.isolation = (
             f"docker (container from {RUNNER_IMAGE}: no network, read-only root, user mlm-runner, no capabilities; "
-            f"memory {limits.memory_mib} MiB, pids {isolation.PIDS_MAX}, 1 CPU; rlimits)"
+            f"memory {limits.memory_mib} MiB, pids {PIDS_MAX}, 1 CPU; rlimits)"
         )
         self.start_threads(
             threading.Thread(target=self._accept_and_read, daemon=True),
@@ -152,9 +170,7 @@ class DockerChild(Child):
             self.kill()
             status = self.container.wait()["StatusCode"]
         self.container.reload()
-        state = self.container.attrs["State"]
-        returncode = -(status - 128) if 128 < status <= 128 + 64 else status  # killed by signal N: 128 + N
-        return Exit(returncode, self.killed_by_grader, 0.0, 1 if state.get("OOMKilled") else 0, 0)
+        return self.ended(returncode_of(status), 0.0, oom_kills=1 if self.container.attrs["State"].get("OOMKilled") else 0)
 
     def close(self) -> None:
         try:
@@ -164,5 +180,7 @@ class DockerChild(Child):
         for closable in (getattr(self, "connection", None), self.listener):
             if closable is not None:
                 closable.close()
-        for thread in self._threads:
-            thread.join(timeout=2)
+        self.release()
+
+
+BACKEND = Docker()

@@ -5,7 +5,7 @@ writable and with the nested namespaces its children need; each child walls itse
 submission code runs (grader/child/walls.py: its own user, mount, pid, ipc, uts and network
 namespaces, private /tmp and /dev/shm, a read-only /proc, no capabilities, non-dumpable, the
 rlimits, then a seccomp filter that also refuses any further namespace). Where the grader is root,
-the server runs as a box uid of its own and each child as another (isolation.take_box_uid): the
+the server runs as a box uid of its own and each child as another (take_box_uid): the
 grader maps the box uids into a user namespace the server makes at its start (the server keeps
 CAP_SETUID and CAP_SETGID there alone), so no process of the pool is ever host root. Here, on the
 grader's side, every child gets its own pipes, its own box uid and its own cgroup (memory, pids,
@@ -14,7 +14,7 @@ killed as a single child is (SIGKILL of its pid namespace's init, through a pidf
 cgroup). So a submission graded through the pool keeps every wall of a single grading, and pays
 neither a Python start nor `import torch` nor the guard's warm-up.
 
-The pool is used only where all of that holds (pool_problem); elsewhere a batch starts a child per
+The pool is used only where all of that holds (zygote_problem); elsewhere a batch starts a child per
 submission as before. If the server dies (no submission can reach it), the gradings it held are
 graded again with a child of their own, and the next spawn starts a new server.
 """
@@ -35,8 +35,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from grader import isolation
-from grader.sandbox import CappedBuffer, Child, Exit, child_environment, copy_child_package
+from grader.sandbox import IsolationUnavailable
+from grader.sandbox.backends import backend_named
+from grader.sandbox.boxes import BOX_UID_BASE, BOX_UIDS, BoxUid, give_pipes, take_box_uid
+from grader.sandbox.bubblewrap import SANDBOX_KIT, SANDBOX_SUBMISSION, SHM_MIB, TMPFS_MIB, bubblewrap_command, bubblewrap_works
+from grader.sandbox.child import Child, Exit, returncode_of
+from grader.sandbox.limits import PIDS_MAX, Cgroup
+from grader.sandbox.output import CappedBuffer
+from grader.sandbox.seccomp import seccomp_fd, seccomp_program
+from grader.sandbox.workdir import child_environment, copy_child_package
 from grader.spec import Spec
 
 SERVER_BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv[1]); from child.server import main; main(sys.argv[2:])"
@@ -46,7 +53,7 @@ FIND_SECONDS = 10
 SERVER_LOG_BYTES = 16384
 
 
-class PoolError(Exception):
+class ZygoteError(Exception):
     """The pool could not give a child (no submission code ran): grade with a child of its own."""
 
 
@@ -54,13 +61,13 @@ class ServerLost(Exception):
     """The pool's server died while a submission was graded: its verdict cannot be trusted."""
 
 
-def pool_problem(backend: str) -> str | None:
+def zygote_problem(backend: str) -> str | None:
     """Why the warm pool cannot keep every wall of a single child here, or None when it can."""
     if backend != "bubblewrap":
         return f"the {backend} backend starts a child per submission (the warm pool runs under bubblewrap only)"
-    if not isolation.bubblewrap_works():
+    if not bubblewrap_works():
         return "bubblewrap does not work here"
-    if isolation.seccomp_program("child") is None or isolation.seccomp_program("pool_server") is None:
+    if seccomp_program("child") is None or seccomp_program("pool_server") is None:
         return "the pool needs libseccomp (pyseccomp) to refuse nested namespaces in its children"
     for prefix in {sys.base_prefix, sys.prefix}:
         if Path(prefix).resolve().is_relative_to("/tmp") or Path(prefix).resolve().is_relative_to("/dev/shm"):
@@ -110,12 +117,12 @@ def _wait_for(what: str, find: Any) -> int:
     deadline = time.monotonic() + FIND_SECONDS
     while (pid := find()) is None:
         if time.monotonic() > deadline:
-            raise PoolError(f"the pool's {what} could not be found")
+            raise ZygoteError(f"the pool's {what} could not be found")
         time.sleep(0.002)
     return pid
 
 
-class WarmPool:
+class Zygote:
     """One server, started at once and waited for at the first spawn(), which gives a walled-in
     child per submission; close() ends it all."""
 
@@ -125,8 +132,8 @@ class WarmPool:
         self.limits = {name: getattr(limits, name) for name in ("cpu_seconds", "memory_mib", "file_size_mib", "open_files")}
         self.root = os.geteuid() == 0  # then the server and each child run as box uids of their own
         if self.root:
-            self.limits["processes"] = isolation.PIDS_MAX  # RLIMIT_NPROC: each child's uid is its own
-        self.server_box: isolation.BoxUid | None = None
+            self.limits["processes"] = PIDS_MAX  # RLIMIT_NPROC: each child's uid is its own
+        self.server_box: BoxUid | None = None
         self._lock = threading.Lock()
         self._replies: dict[str, queue.Queue] = {}  # spawn token -> where its messages go
         self.server: subprocess.Popen | None = None
@@ -155,18 +162,18 @@ class WarmPool:
             "control_fd": server_end.fileno(),
             "runner": runner_config,
             "limits": self.limits,
-            "tmp_mib": isolation.TMPFS_MIB,
-            "shm_mib": isolation.SHM_MIB,
-            "submission_dir": isolation.SANDBOX_SUBMISSION,
-            "seccomp": isolation.seccomp_program("child").hex(),
-            "box_uids": [isolation.BOX_UID_BASE, isolation.BOX_UIDS] if self.root else None,
+            "tmp_mib": TMPFS_MIB,
+            "shm_mib": SHM_MIB,
+            "submission_dir": SANDBOX_SUBMISSION,
+            "seccomp": seccomp_program("child").hex(),
+            "box_uids": [BOX_UID_BASE, BOX_UIDS] if self.root else None,
         }
-        seccomp = isolation.seccomp_fd("pool_server")
-        command = [sys.executable, "-I", "-c", SERVER_BOOTSTRAP, isolation.SANDBOX_KIT, json.dumps(config)]
+        seccomp = seccomp_fd("pool_server")
+        command = [sys.executable, "-I", "-c", SERVER_BOOTSTRAP, SANDBOX_KIT, json.dumps(config)]
         try:
-            self.server_box = isolation.take_box_uid() if self.root else None
+            self.server_box = take_box_uid() if self.root else None
             uid = self.server_box.uid if self.server_box else None
-            argv = isolation.bubblewrap_command(command, Path(self._workdir.name) / "kit", None, seccomp, uid)
+            argv = bubblewrap_command(command, Path(self._workdir.name) / "kit", None, seccomp, uid)
             self.server = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
@@ -177,7 +184,7 @@ class WarmPool:
                 cwd=self._workdir.name,
                 start_new_session=True,
             )
-        except (OSError, isolation.IsolationUnavailable) as error:  # every spawn then says why, and grades with a child of its own
+        except (OSError, IsolationUnavailable) as error:  # every spawn then says why, and grades with a child of its own
             self.broken = f"the pool's server could not be started: {error}"
             self.control.close()
             if self.server_box is not None:
@@ -193,9 +200,9 @@ class WarmPool:
         threading.Thread(target=self._read_control, args=(self.control, self._ready, self.generation, self.server), daemon=True).start()
 
     def _wait_ready(self) -> None:
-        """Under the lock: the server is ready, started again if it died; PoolError if it cannot be."""
+        """Under the lock: the server is ready, started again if it died; ZygoteError if it cannot be."""
         if self.broken:
-            raise PoolError(self.broken)
+            raise ZygoteError(self.broken)
         if self.server_pid and self.alive():
             return
         if self.server_pid:  # it was ready once and has died since: a new one
@@ -208,7 +215,7 @@ class WarmPool:
         if message.get("kind") != "ready":
             self._stop_server()
             self.broken = f"the pool's server did not start: {self.log.text()[-2000:] or 'no output'}"
-            raise PoolError(self.broken)
+            raise ZygoteError(self.broken)
         # bubblewrap's init is pid 1 of its namespace and the server pid 2
         init = _wait_for("server's init", lambda: _find([self.server.pid], 1, 1))
         self.server_pid = _wait_for("server", lambda: _find([init], 1, 2))
@@ -220,14 +227,14 @@ class WarmPool:
         try:
             init = _wait_for("server's init", lambda: _find([server.pid], 1, 1))
             pid = _wait_for("server", lambda: _find([init], 1, 2))
-            ids = f"{isolation.BOX_UID_BASE} {isolation.BOX_UID_BASE} {isolation.BOX_UIDS}\n".encode()
+            ids = f"{BOX_UID_BASE} {BOX_UID_BASE} {BOX_UIDS}\n".encode()
             for name in ("uid_map", "gid_map"):
                 fd = os.open(f"/proc/{pid}/{name}", os.O_WRONLY)
                 try:
                     os.write(fd, ids)
                 finally:
                     os.close(fd)
-        except (PoolError, OSError) as error:
+        except (ZygoteError, OSError) as error:
             return {"kind": "not_mapped", "why": str(error)}
         return {"kind": "mapped"}
 
@@ -287,9 +294,9 @@ class WarmPool:
 
     # -- children ---------------------------------------------------------------------------------
 
-    def start_child(self, workdir: Path, source: bytes, filename: str, spec: Spec, backend: str) -> "PoolChild":
+    def start_child(self, workdir: Path, source: bytes, filename: str, spec: Spec, backend: str) -> "ZygoteChild":
         """judge.grade's `start`: a child of this pool in place of a child of its own."""
-        return PoolChild(self, source, filename, spec)
+        return ZygoteChild(self, source, filename, spec)
 
     def spawn(self, filename: str, source: bytes, fds: list[int], uid: int | None) -> tuple[str, "_Replies", list[int]]:
         """A walled-in child on the descriptors `fds` (its ends of requests, results, stdout,
@@ -311,7 +318,7 @@ class WarmPool:
                 try:
                     socket.send_fds(self.control, [json.dumps(message).encode()], [*fds, *sealed])
                 except OSError as error:
-                    raise PoolError(f"the pool's server could not be reached ({error.strerror})") from None
+                    raise ZygoteError(f"the pool's server could not be reached ({error.strerror})") from None
                 server_pid = self.server_pid
         finally:
             for fd in sealed:
@@ -322,7 +329,7 @@ class WarmPool:
             reply = {"kind": "failed", "why": f"no answer within {SPAWN_SECONDS} s"}
         if reply.get("kind") != "spawned":
             self.forget(spawn_id)
-            raise PoolError(f"the pool's server could not start a child: {reply.get('why', reply.get('kind'))}")
+            raise ZygoteError(f"the pool's server could not start a child: {reply.get('why', reply.get('kind'))}")
         outer = _wait_for("child", lambda: _find([server_pid], 1, reply["pid"]))
         init = _wait_for("child's init", lambda: _find([outer], 2, 1))
         runner = _wait_for("child's runner", lambda: _find([init], 2, 2))
@@ -352,21 +359,21 @@ class _Replies(queue.Queue):
         self.generation = generation
 
 
-class PoolChild(Child):
+class ZygoteChild(Child):
     """A child of the warm pool, as the judge sees any child (grader/sandbox.py)."""
 
-    def __init__(self, pool: WarmPool, source: bytes, filename: str, spec: Spec) -> None:
+    def __init__(self, pool: Zygote, source: bytes, filename: str, spec: Spec) -> None:
         super().__init__(spec)
         self.pool = pool
         self.server_lost = False
         self.returncode: int | None = None
         try:
-            self.box = isolation.take_box_uid() if pool.root else None  # the child's own host uid
-        except isolation.IsolationUnavailable as error:
-            raise PoolError(str(error)) from None
+            self.box = take_box_uid() if pool.root else None  # the child's own host uid
+        except IsolationUnavailable as error:
+            raise ZygoteError(str(error)) from None
         uid = self.box.uid if self.box else None
-        self.cgroup = isolation.Cgroup.create(spec.limits, Path(filename).stem)
-        self.isolation = isolation.describe("bubblewrap", self.cgroup, spec.limits, uid) + (
+        self.cgroup = Cgroup.create(spec.limits, Path(filename).stem)
+        self.isolation = backend_named("bubblewrap").describe(self.cgroup, spec.limits, uid) + (
             "; warm pool (forked from a sandboxed server with torch imported, then walled in: its own user, pid, net, ipc, "
             "uts and mount namespaces, private /tmp and /dev/shm, read-only /proc, no capabilities, non-dumpable, "
             "no further namespaces)"
@@ -381,12 +388,12 @@ class PoolChild(Child):
         self._pidfds: list[int] = []
         try:
             if uid is not None:
-                isolation.give_pipes(theirs, uid)
+                give_pipes(theirs, uid)
             self.spawn_id, self._replies, pids = pool.spawn(filename, source, theirs, uid)
             for pid in pids:
                 self._pidfds.append(os.pidfd_open(pid))
             if _find([pids[0]], 2, 1) != pids[1] or _find([pids[1]], 2, 2) != pids[2]:  # the pidfds are theirs
-                raise PoolError("the pool's child ended before it could be put in its cgroup")
+                raise ZygoteError("the pool's child ended before it could be put in its cgroup")
             if self.cgroup:  # before the start frame, and so before any submission code runs
                 for path in self.cgroup.join_files():
                     for pid in pids:
@@ -396,17 +403,13 @@ class PoolChild(Child):
             self._kill_pids()
             for fd in ours + theirs + self._pidfds:
                 os.close(fd)
-            if self.cgroup:
-                self.cgroup.remove()
-            if self.box is not None:
-                self.box.release()
+            self.release()
             raise
         for fd in theirs:
             os.close(fd)
         self.pids = pids
         self.request_fd = ours[0]
         os.set_blocking(self.request_fd, False)
-        self._cpu_seen: dict[tuple[int, int], float] = {}
         self.start_threads(
             threading.Thread(target=self.stdout.drain, args=(os.fdopen(ours[2], "rb"),), daemon=True),
             threading.Thread(target=self.stderr.drain, args=(os.fdopen(ours[3], "rb"),), daemon=True),
@@ -421,13 +424,8 @@ class PoolChild(Child):
             except OSError:  # ended already
                 pass
 
-    def cpu_seconds(self) -> float:
-        used = self.cgroup.cpu_seconds() if self.cgroup else None
-        if used is not None:
-            return used
-        if self.returncode is not None:
-            return self.cpu_used
-        return isolation.process_tree_cpu_seconds(self.pids[1], self._cpu_seen)
+    def _process_tree(self) -> int | None:
+        return None if self.returncode is not None else self.pids[1]
 
     def kill(self) -> None:
         if self.returncode is None:
@@ -456,13 +454,7 @@ class PoolChild(Child):
             self.kill()
             if not self._wait(60):
                 raise ServerLost("the pool's server did not report how a child ended")
-        returncode = self.returncode
-        if 128 < returncode <= 128 + 64:
-            returncode = -(returncode - 128)  # the init reports a runner killed by signal N as 128 + N, as bwrap does
-        cpu = max(self.cpu_seconds(), self.cpu_used)
-        oom = self.cgroup.oom_kills() if self.cgroup else 0
-        pids = self.cgroup.pids_limit_hits() if self.cgroup else 0
-        return Exit(returncode, self.killed_by_grader, cpu, oom, pids, self.limit_reached)
+        return self.ended(returncode_of(self.returncode), self.cpu_seconds() or 0.0)  # the init reports a signal as bwrap does
 
     def close(self) -> None:
         self.kill()
@@ -471,12 +463,7 @@ class PoolChild(Child):
                 self.server_lost = True
         except ServerLost:
             pass
-        if self.cgroup:
-            self.cgroup.remove()
-        if self.box is not None:  # its processes have ended (or, the server lost, are no longer listed: take_box_uid checks)
-            self.box.release()
-        for thread in self._threads:
-            thread.join(timeout=2)
+        self.release()  # its processes have ended (or, the server lost, are no longer listed: take_box_uid checks)
         for fd in [self.request_fd, *self._pidfds]:
             try:
                 os.close(fd)

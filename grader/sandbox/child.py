@@ -1,0 +1,299 @@
+"""What every child shares, whatever walls it: the channel, read by one thread that checks every
+frame (grader/protocol.py) and queues at most QUEUED_FRAMES, each bounded by what the current
+request can need; writes with deadlines; the capped output; a watchdog that ends the child at the
+total wall-clock limit or when its processes together have used the CPU limit; and how it ended."""
+
+from __future__ import annotations
+
+import os
+import queue
+import select
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from grader import protocol
+from grader.child import wire
+from grader.sandbox.boxes import BoxUid
+from grader.sandbox.limits import Cgroup, process_tree_cpu_seconds
+from grader.sandbox.output import CappedBuffer
+from grader.spec import CHILD_POLICY, Spec
+
+if TYPE_CHECKING:  # the grader starts a child before it imports torch (see grader/child/wire.py)
+    import torch
+
+BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv[1]); from child.runner import main; main(sys.argv[2:])"
+WATCH_SECONDS = 0.1  # how often the watchdog looks at the clock and the CPU time
+QUEUED_FRAMES = 2  # frames read ahead of the judge; the reader waits (and so does the child) beyond
+# Bubblewrap, the zygote's init and container engines report a process killed by signal N as 128 + N.
+SIGNALLED = 128
+
+
+def returncode_of(status: int) -> int:
+    """The exit status a wrapper reports, as Popen reports a process's own: negative for a signal."""
+    return -(status - SIGNALLED) if SIGNALLED < status <= SIGNALLED + 64 else status
+
+
+class ChildGone(Exception):
+    """The child ended (or was ended) while we were waiting for it."""
+
+
+class ChildTimeout(Exception):
+    """The child did not answer, or did not read its request, in time; it has been killed.
+    `limit` says which limit ran out: "answer" (the request's own time), "write" (the request's
+    time, while the child did not read it) or "total" (the run's total wall time)."""
+
+    def __init__(self, limit: str) -> None:
+        super().__init__(limit)
+        self.limit = limit
+
+
+@dataclass
+class Exit:
+    returncode: int  # negative: killed by that signal (a wrapper's 128 + N already translated: returncode_of)
+    killed_by_grader: bool
+    cpu_seconds: float  # of all the child's processes, as far as they could be counted
+    oom_kills: int  # processes the cgroup's memory limit killed
+    pids_limit_hits: int  # times the cgroup refused a new process
+    limit: str = ""  # "cpu" or "total": the watchdog ended the child at that limit
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.returncode >= 0:
+            return None
+        try:
+            return signal.Signals(-self.returncode).name
+        except ValueError:
+            return f"signal {-self.returncode}"
+
+
+class Child:
+    """What every kind of child shares: the framed channel, the capped output, the clocks.
+    Subclasses start the child, then the threads (start_threads), and know how to end it; use
+    them as context managers."""
+
+    isolation: str
+    request_fd: int  # the grader's end of the request channel, written without blocking
+    cgroup: Cgroup | None = None  # where the child's processes are counted and limited, if the grader may make one
+    box: BoxUid | None = None  # the child's own host uid, where the grader is root
+    counts_cpu = True  # whether the grader sees the child's processes, to count their CPU time
+
+    def __init__(self, spec: Spec) -> None:
+        self.limits = spec.limits
+        self.started = time.monotonic()
+        self.killed_by_grader = False
+        self.limit_reached = ""  # "cpu" or "total" once the watchdog has ended the child
+        self.cpu_used = 0.0  # the most CPU time the watchdog has seen the child's processes use
+        self.stdout = CappedBuffer(spec.limits.output_bytes)
+        self.stderr = CappedBuffer(spec.limits.output_bytes)
+        self._frames: queue.Queue = queue.Queue(maxsize=QUEUED_FRAMES)
+        self._expect = protocol.STARTUP  # what may answer the current request: the reader checks each frame against it
+        self._closed = threading.Event()
+        self._watchdog_error: BaseException | None = None
+        self._threads: list[threading.Thread] = []
+        self.answered_at = 0.0  # when the last answer's frame arrived (time.monotonic())
+        self._cpu_seen: dict[tuple[int, int], float] = {}  # process_tree_cpu_seconds's memory between polls
+
+    @staticmethod
+    def child_config(spec: Spec, submission: str) -> dict:
+        return {
+            "submission": submission,
+            "entry_point": spec.entry_point,
+            "parameters": list(spec.parameters),
+            **{key: spec.policy[key] for key in CHILD_POLICY},
+        }
+
+    def start_threads(self, *threads: threading.Thread) -> None:
+        """Start the subclass's reading threads and the watchdog."""
+        self._threads = [*threads, threading.Thread(target=self._watch, daemon=True)]
+        for thread in self._threads:
+            thread.start()
+
+    @property
+    def total_deadline(self) -> float:
+        return self.started + self.limits.total_seconds
+
+    def _process_tree(self) -> int | None:
+        """The pid at the root of the child's processes in the grader's /proc, None once reaped
+        (its pid may be another process's by then)."""
+        raise NotImplementedError
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time used so far by all of the child's processes together: the cgroup's count where
+        there is one, else the process tree polled from /proc; None where it cannot be measured
+        (counts_cpu False: the child's RLIMIT_CPU, or its container's, holds alone)."""
+        if not self.counts_cpu:
+            return None
+        used = self.cgroup.cpu_seconds() if self.cgroup else None
+        if used is not None:
+            return used
+        root = self._process_tree()
+        return self.cpu_used if root is None else process_tree_cpu_seconds(root, self._cpu_seen)
+
+    def _watch(self) -> None:
+        """End the child at the total wall-clock limit or at the CPU limit of all its processes."""
+        try:
+            while not self._closed.wait(WATCH_SECONDS):
+                used = self.cpu_seconds()
+                if used is not None:
+                    self.cpu_used = max(self.cpu_used, used)
+                if self.cpu_used > self.limits.cpu_seconds:
+                    self.limit_reached = "cpu"
+                elif time.monotonic() >= self.total_deadline:
+                    self.limit_reached = "total"
+                else:
+                    continue
+                self.kill()
+                return
+        except BaseException as error:  # noqa: BLE001 - a child left unwatched must not go on: end it, and fault the grader
+            self._watchdog_error = error
+            self.kill()
+
+    def _check_watchdog(self) -> None:
+        if self._watchdog_error is not None:
+            raise RuntimeError(f"the grader's watchdog failed: {type(self._watchdog_error).__name__}: {self._watchdog_error}")
+
+    def _deliver(self, item: Any) -> bool:
+        """Queue an item for the judge, waiting while the queue is full; False once the run is over."""
+        while not self._closed.is_set():
+            try:
+                self._frames.put(item, timeout=WATCH_SECONDS)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _read_frames(self, stream: BinaryIO) -> None:
+        """The reader thread: queues only frames that passed the protocol's checks, reading no more
+        tensor bytes than the current request can need; whatever the child sends, it ends by
+        queueing None (the stream ended) or a ProtocolError, never by an exception of its own."""
+        try:
+            with stream:
+                while not self._closed.is_set():
+                    header, described = wire.read_header(stream)
+                    expect = self._expect  # read once the header is in: the current request's
+                    reply = protocol.check(header, described, expect)
+                    if not self._deliver((reply, protocol.read_tensors(stream, described, expect), described, time.monotonic())):
+                        return
+        except EOFError:
+            self._deliver(None)
+        except (wire.WireError, protocol.ProtocolError) as error:
+            self._deliver(protocol.ProtocolError(str(error)))
+        except BaseException as error:  # noqa: BLE001 - e.g. MemoryError: still the child's malformed data
+            self._deliver(protocol.ProtocolError(f"the frame could not be read ({type(error).__name__})"))
+
+    def _write_some(self, data: memoryview) -> int:
+        """Write what fits now without blocking; raises BlockingIOError when nothing fits."""
+        return os.write(self.request_fd, data)
+
+    def send(self, message: dict[str, Any], tensors: dict[str, torch.Tensor] | None = None, deadline: float | None = None) -> None:
+        """Write one frame before the deadline (and the total limit), or kill the child and raise
+        ChildTimeout: a child that stops reading cannot block the grader."""
+        self._check_watchdog()
+        deadline = min(deadline if deadline is not None else self.total_deadline, self.total_deadline)
+        data = memoryview(wire.encode(message, tensors))
+        poller = select.poll()
+        poller.register(self.request_fd, select.POLLOUT)
+        while data:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.kill()
+                raise ChildTimeout("total" if deadline >= self.total_deadline else "write")
+            if not poller.poll(max(1, int(remaining * 1000))):
+                continue
+            try:
+                data = data[self._write_some(data) :]
+            except BlockingIOError:
+                continue
+            except OSError:  # the read end is closed: the child is gone
+                raise ChildGone() from None
+
+    def receive(self, deadline: float) -> tuple[dict[str, Any], dict[str, torch.Tensor], protocol.Described]:
+        """The next frame from the child (its checked header, its tensors, their descriptions) before
+        the deadline and within the run's total wall time."""
+        limit = min(deadline, self.total_deadline)
+        try:
+            item = self._frames.get(timeout=max(0.0, limit - time.monotonic()))
+        except queue.Empty:
+            self.kill()
+            self._check_watchdog()
+            raise ChildTimeout("total" if limit >= self.total_deadline else "answer") from None
+        self._check_watchdog()
+        if item is None:
+            raise ChildGone()
+        if isinstance(item, protocol.ProtocolError):
+            self.kill()
+            raise item
+        reply, tensors, described, self.answered_at = item
+        if self.answered_at > limit:  # it came while the grader was busy elsewhere, but too late
+            self.kill()
+            raise ChildTimeout("total" if limit >= self.total_deadline else "answer")
+        return reply, tensors, described
+
+    def request(
+        self,
+        message: dict[str, Any],
+        tensors: dict[str, torch.Tensor] | None,
+        expect: protocol.Expectation,
+        seconds: float,
+        meanwhile: Callable[[], object] | None = None,
+    ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        """Send a request and return its answer, checked against `expect`, within `seconds` in all
+        (writing the request included). meanwhile(), when given, runs once the request is written,
+        while the child computes: the grader's own work for the request (an answer that arrives
+        during it is on time; answered_at says when it came). Raises ChildTimeout, ChildGone or
+        protocol.ProtocolError; the child has been killed for the first and the last."""
+        deadline = time.monotonic() + seconds
+        self._expect = expect
+        self.send(message, tensors, deadline)
+        if meanwhile is not None:
+            meanwhile()
+        return self.answer(expect, deadline)
+
+    def answer(self, expect: protocol.Expectation, deadline: float) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        """The next frame, checked against `expect`, before the deadline: the answer to a request
+        already sent (or a second frame answering it). Raises as request() does."""
+        self._expect = expect
+        reply, received, described = self.receive(deadline)
+        try:  # again: a frame the child sent ahead of this request was checked against the previous one
+            return protocol.check(reply, described, expect), received
+        except protocol.ProtocolError:
+            self.kill()
+            raise
+
+    def ended(self, returncode: int, cpu_seconds: float, oom_kills: int | None = None) -> Exit:
+        """How the child ended, with what the cgroup counted: the tail of every backend's exit()."""
+        if oom_kills is None:
+            oom_kills = self.cgroup.oom_kills() if self.cgroup else 0
+        pids_limit_hits = self.cgroup.pids_limit_hits() if self.cgroup else 0
+        return Exit(returncode, self.killed_by_grader, max(cpu_seconds, self.cpu_used), oom_kills, pids_limit_hits, self.limit_reached)
+
+    def release(self) -> None:
+        """Once every process of the child has ended: remove its cgroup, give back its box uid and
+        wait for the reading threads to finish the output."""
+        if self.cgroup:
+            self.cgroup.remove()
+        if self.box is not None:  # its processes have all ended: the uid may be another child's now
+            self.box.release()
+            self.box = None
+        for thread in self._threads:
+            thread.join(timeout=2)
+
+    def kill(self) -> None:
+        raise NotImplementedError
+
+    def exit(self, wait_seconds: float = 5.0) -> Exit:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Child:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._closed.set()  # the watchdog and the reader stop
+        self.close()

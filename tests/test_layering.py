@@ -1,0 +1,118 @@
+"""The layout is a specification: imports point one way, from the entry points down to deciding and
+running, and the code that runs inside the sandbox stands alone. Every import of grader/ is read
+from the syntax tree, those inside functions and under TYPE_CHECKING included."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+GRADER = Path(__file__).resolve().parents[1] / "grader"
+ENTRY_POINTS = {"grader.cli", "grader.api", "grader.merge", "grader.__main__"}
+DECIDING = {"grader.cases", "grader.expected", "grader.compare", "grader.diagnosis", "grader.results", "grader.report", "grader.policy", "grader.spec"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(GRADER.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path): path for path in sorted(GRADER.rglob("*.py"))}
+
+
+def imports_of(path: Path) -> set[str]:
+    """The grader modules `path` imports (a `from package import name` counts as the submodule
+    when there is one)."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: the child package's own imports
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            submodules = {f"{base}.{alias.name}" for alias in node.names} & MODULES.keys()
+            found |= submodules if len(submodules) == len(node.names) else {base, *submodules}  # only submodules: not the package
+    return {module for module in found if module in MODULES}
+
+
+GRAPH = {name: imports_of(path) - {name} for name, path in MODULES.items()}
+# The package's door to the API (`from grader import grade_source`) imports it on first use, from
+# __getattr__, long after the package itself is loaded: not a cycle at import time.
+GRAPH["grader"] -= {"grader.api"}
+
+
+def under(prefix: str) -> set[str]:
+    return {name for name in MODULES if name == prefix or name.startswith(prefix + ".")}
+
+
+def test_the_grader_has_no_import_cycle():
+    def cycle_from(start: str) -> list[str] | None:
+        stack = [(start, [start])]
+        while stack:
+            node, path = stack.pop()
+            for nxt in GRAPH[node]:
+                if nxt == start:
+                    return [*path, start]
+                if nxt not in path and nxt > start:  # each cycle is found from its smallest member only
+                    stack.append((nxt, [*path, nxt]))
+        return None
+
+    cycles = [cycle for name in sorted(MODULES) if (cycle := cycle_from(name))]
+    assert cycles == [], "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in cycles)
+
+
+@pytest.mark.parametrize(
+    ("lower", "higher"),
+    [
+        ("grader.sandbox", {*ENTRY_POINTS, "grader.judge", "grader.seeding", "grader.layout"} | under("grader.formats") | under("grader.batch")),
+        ("grader.formats", {*ENTRY_POINTS, "grader.judge", "grader.seeding"} | under("grader.sandbox") | under("grader.batch")),
+        ("grader.judge", ENTRY_POINTS | under("grader.formats") | under("grader.batch")),
+        ("grader.batch", ENTRY_POINTS),
+        ("grader.seeding", ENTRY_POINTS | under("grader.sandbox") | {"grader.judge"}),
+    ],
+)
+def test_a_lower_layer_never_imports_a_higher_one(lower: str, higher: set[str]):
+    broken = {f"{name} imports {imported}" for name in under(lower) for imported in GRAPH[name] & higher}
+    assert broken == set()
+
+
+def test_deciding_never_imports_the_sandbox_the_child_or_an_entry_point():
+    """Cases, expected outputs, comparison, diagnosis and reports are computed apart from running
+    untrusted code: none of them reaches the sandbox or the child's guard, runner or capability layer
+    (the vector-Jacobian product both sides take is grader/child/vjp.py, which holds nothing else)."""
+    running = under("grader.sandbox") | under("grader.child") - {"grader.child", "grader.child.vjp", "grader.child.wire"}
+    banned = running | ENTRY_POINTS | {"grader.judge", "grader.seeding"} | under("grader.batch")
+    broken = {f"{name} imports {imported}" for name in DECIDING for imported in GRAPH[name] & banned}
+    assert broken == set()
+
+
+def test_the_child_side_imports_nothing_of_the_grader():
+    """grader/child/ is copied alone into the sandbox (and into the runner image): it imports only
+    its own modules, relatively."""
+    child = under("grader.child")
+    broken = {f"{name} imports {imported}" for name in child for imported in GRAPH[name] - child}
+    absolute = {
+        name
+        for name in child
+        if any(isinstance(n, ast.ImportFrom) and (n.module or "").startswith("grader") for n in ast.walk(ast.parse(MODULES[name].read_text())))
+    }
+    assert (broken, absolute) == (set(), set())
+
+
+def test_entry_points_share_code_through_lower_modules_not_through_each_other():
+    """The command line may hand over to `batch` and `merge` (its subcommands); nothing imports
+    another entry point, and the batch (many submissions, under the API and the command line) none."""
+    allowed = {("grader.cli", "grader.merge"), ("grader.__main__", "grader.cli")}
+    broken = {(name, imported) for name in MODULES for imported in GRAPH[name] & ENTRY_POINTS} - allowed
+    assert broken == set()
+
+
+def test_the_layering_test_reads_real_imports():
+    """A guard against a test that passes because it reads nothing: known edges are seen."""
+    assert "grader.sandbox.child" in GRAPH["grader.sandbox.process"]
+    assert "grader.child.vjp" in GRAPH["grader.expected"]
+    assert "grader.child.wire" in GRAPH["grader.child.runner"]  # a relative import, resolved
+    assert "grader.judge" in GRAPH["grader.cli"]
