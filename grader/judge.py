@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from grader import isolation, policy, protocol
 from grader.protocol import ProtocolError, need
-from grader.results import PASSED, CaseResult, Report, Verdict, deciding_case
+from grader.results import PASSED, CaseResult, Check, Report, Verdict, deciding_case
 from grader.sandbox import Child, ChildGone, ChildTimeout, Exit, ProcessChild
 from grader.spec import Limits, Spec, seed_public_id
 
@@ -126,31 +126,30 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
     from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES
     from grader.compare import HIDDEN_ERROR, bitwise_equal, compare_values, error_to_tolerance
 
-    def fail(status: str, check: str, message: str) -> None:
-        result.status, result.check, result.message = status, check, message
+    fail = result.fail
 
-    def fail_hidden(check: str, headline: str, closeness: Closeness, tolerance: float) -> None:
+    def fail_hidden(check: Check, headline: str, closeness: Closeness, tolerance: float) -> None:
         """A hidden case's numbers: the candidate reads the headline, staff the size of the error too."""
         fail(Verdict.WRONG_ANSWER, check, f"{headline}\n{HIDDEN_ERROR}")
         result.staff_message = f"{headline}\n{error_to_tolerance(closeness, tolerance)}"
 
     if reply.get("forbidden"):  # first: the guard's refusal may also have raised an exception
-        return fail(Verdict.FORBIDDEN_API, "runtime guard", reply["forbidden"])
+        return fail(Verdict.FORBIDDEN_API, Check.RUNTIME_GUARD, reply["forbidden"])
     if "error" in reply:
         status = Verdict.MEMORY_LIMIT_EXCEEDED if reply.get("memory") else Verdict.RUNTIME_ERROR
         during = "the gradient call (backward through your result)" if reply.get("phase") == "gradient" else "the call"
-        return fail(status, "exception", f"raised during {during}:\n{reply['error'].rstrip()}")
+        return fail(status, Check.EXCEPTION, f"raised during {during}:\n{reply['error'].rstrip()}")
 
     out = reply.get("output", {})
     m, v = expected.output.shape
     if out.get("type") != "torch.Tensor":
-        return fail(Verdict.WRONG_ANSWER, "type", f"returned a {out.get('type')}; expected a torch.Tensor (exactly, not a subclass)")
+        return fail(Verdict.WRONG_ANSWER, Check.TYPE, f"returned a {out.get('type')}; expected a torch.Tensor (exactly, not a subclass)")
     if out.get("shape") != [m, v]:
-        return fail(Verdict.WRONG_ANSWER, "shape", f"returned shape {tuple(out.get('shape', ()))}; expected (M, vocab_size) = ({m}, {v})")
+        return fail(Verdict.WRONG_ANSWER, Check.SHAPE, f"returned shape {tuple(out.get('shape', ()))}; expected (M, vocab_size) = ({m}, {v})")
     if out.get("dtype") != case.dtype:
-        return fail(Verdict.WRONG_ANSWER, "dtype", f"returned dtype {out.get('dtype')}; expected {case.dtype}, the dtype of the float inputs")
+        return fail(Verdict.WRONG_ANSWER, Check.DTYPE, f"returned dtype {out.get('dtype')}; expected {case.dtype}, the dtype of the float inputs")
     if out.get("device") != "cpu":
-        return fail(Verdict.WRONG_ANSWER, "device", f"returned a tensor on {out.get('device')}; expected it on cpu, where the inputs are")
+        return fail(Verdict.WRONG_ANSWER, Check.DEVICE, f"returned a tensor on {out.get('device')}; expected it on cpu, where the inputs are")
 
     detailed = case.public or spec.hidden_case_details
     tolerance, gradient_tolerance = spec.tolerances(case.family, case.dtype)
@@ -160,12 +159,12 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
     if not values.passed:
         headline = "the logits are not close to the expected ones"
         if not detailed:
-            return fail_hidden("values", headline, values, tolerance)
-        return fail(Verdict.WRONG_ANSWER, "values", f"{headline}\n{values.message}")
+            return fail_hidden(Check.VALUES, headline, values, tolerance)
+        return fail(Verdict.WRONG_ANSWER, Check.VALUES, f"{headline}\n{values.message}")
 
     changed = [name for name in INPUT_NAMES if not bitwise_equal(case.inputs[name], need(tensors, f"after_{name}"))]
     if changed:
-        return fail(Verdict.WRONG_ANSWER, "inputs", f"modified its input {', '.join(changed)} in place; inputs must be left unchanged")
+        return fail(Verdict.WRONG_ANSWER, Check.INPUTS, f"modified its input {', '.join(changed)} in place; inputs must be left unchanged")
 
     for name in DIFFERENTIABLE_INPUTS:
         grad = compare_values(expected.grads[name], need(tensors, f"grad_{name}"), gradient_tolerance, show_values=case.public)
@@ -175,8 +174,8 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
             cut = "" if reply.get("differentiable") else " (the result does not require grad: it is cut off from the inputs' autograd graph)"
             headline = f"the gradient reaching {name} is wrong{cut}"
             if not detailed:
-                return fail_hidden("gradient", headline, grad, gradient_tolerance)
-            return fail(Verdict.WRONG_ANSWER, "gradient", f"{headline}\n{grad.message}")
+                return fail_hidden(Check.GRADIENT, headline, grad, gradient_tolerance)
+            return fail(Verdict.WRONG_ANSWER, Check.GRADIENT, f"{headline}\n{grad.message}")
     result.status = PASSED
 
 
@@ -290,15 +289,15 @@ def _run_cases(child: Child, cases: list[Case], expected_of: Callable[[int], Exp
             if not result.passed:
                 received[case.name] = reply, tensors
         except ChildTimeout as timeout:
-            result.status, result.check, result.message = Verdict.TIME_LIMIT_EXCEEDED, "time", _case_timeout(timeout, limits)
+            result.status, result.check, result.message = Verdict.TIME_LIMIT_EXCEEDED, Check.TIME, _case_timeout(timeout, limits)
             return
         except ChildGone:
             result.status, result.message = classify_exit(child.exit(), limits, during)
-            result.check = "process"
+            result.check = Check.PROCESS
             return
         except ProtocolError as error:
             child.kill()
-            result.status, result.check, result.message = Verdict.RUNTIME_ERROR, "process", MALFORMED + str(error)
+            result.status, result.check, result.message = Verdict.RUNTIME_ERROR, Check.PROCESS, MALFORMED + str(error)
             return
         finally:
             result.withhold()  # a hidden case: what the submission chose, for staff only
@@ -314,22 +313,23 @@ def _finish(child: Child, limits: Limits, last: CaseResult) -> None:
     try:
         reply, _ = child.request({"kind": "finish"}, None, protocol.FINISH, limits.case_seconds)
     except ChildTimeout as timeout:
-        last.status, last.check, last.message = Verdict.TIME_LIMIT_EXCEEDED, "time", _case_timeout(timeout, limits)
+        last.status, last.check, last.message = Verdict.TIME_LIMIT_EXCEEDED, Check.TIME, _case_timeout(timeout, limits)
         return
     except ChildGone:
         last.status, last.message = classify_exit(child.exit(), limits, "after the last case, before the runtime guard's last check")
-        last.check = "process"
+        last.check = Check.PROCESS
         return
     except ProtocolError as error:
         child.kill()
-        last.status, last.check, last.message = Verdict.RUNTIME_ERROR, "process", MALFORMED + str(error)
+        last.status, last.check, last.message = Verdict.RUNTIME_ERROR, Check.PROCESS, MALFORMED + str(error)
         return
     if reply.get("forbidden"):
-        last.status, last.check, last.message = Verdict.FORBIDDEN_API, "runtime guard", reply["forbidden"]
+        last.status, last.check, last.message = Verdict.FORBIDDEN_API, Check.RUNTIME_GUARD, reply["forbidden"]
 
 
 def overall(results: list[CaseResult]) -> tuple[Verdict, str]:
-    """A forbidden operator anywhere decides; otherwise the first failing case does."""
+    """The verdict of a judged run: the deciding case's (results.PRECEDENCE: a forbidden operator
+    anywhere, else the first failing case), or accepted."""
     first = deciding_case(results)
     if first is None:
         return Verdict.ACCEPTED, f"all {len(results)} cases passed"
