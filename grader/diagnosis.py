@@ -23,12 +23,10 @@ from torch import Tensor
 from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, Case
 from grader.child.vjp import vector_jacobian
 from grader.compare import bitwise_equal, compare_values
-from grader.results import CaseResult, Verdict
+from grader.results import NOT_NUMBERS, NOT_RUN, WRONG_LOGITS, WRONG_NUMBERS, CaseResult, Check, Verdict
 from grader.spec import PROBE_FAMILY, Spec, hidden_module  # noqa: F401 - PROBE_FAMILY: named here too, where the probes are read
 
 Received = dict[str, tuple[dict[str, Any], dict[str, Tensor]]]  # case name -> (reply, tensors), failing cases only
-VALUE_CHECKS = ("values", "shape")  # checks where the logits are wrong
-NUMERIC_CHECKS = (*VALUE_CHECKS, "gradient")
 
 # The probe cases by role (their names in problem/spec.toml).
 EMBEDDING = "probe_embedding"  # no blocks, one sequence, every position selected
@@ -177,7 +175,7 @@ class Failure:
 @dataclass(frozen=True)
 class Finding:
     sentences: list[str]
-    checks: tuple[str, ...] = ()  # the checks not about numbers that got a sentence (type, dtype, device, inputs)
+    checks: tuple[Check, ...] = ()  # the checks not about numbers (NOT_NUMBERS) that got a sentence
     precision: bool = False  # the float64 results are float32 numbers
     mistake: str | None = None  # the name of the twin in reference/mistakes.py
     parts: tuple[str, ...] = ()  # the keys of the conclusions in CONCLUSIONS: each part the probes show wrong
@@ -203,9 +201,9 @@ def analyse(cases: list[Case], results: list[CaseResult], received: Received, sp
     failures = [Failure(by_name[r.name], r, *received.get(r.name, ({}, {}))) for r in results if r.status == Verdict.WRONG_ANSWER and r.name in by_name]
     if not failures:
         return Finding([])
-    checks = {check: sentence for check in ("type", "dtype", "device", "inputs") if (sentence := _check_sentence(check, failures))}
-    sentences = [checks[check] for check in checks if check != "inputs"]
-    numeric = [f for f in failures if f.result.check in NUMERIC_CHECKS and (_is_float(f.tensors.get("output")) or f.shape is not None)]
+    checks = {check: sentence for check in NOT_NUMBERS if (sentence := _check_sentence(check, failures))}
+    sentences = [checks[check] for check in checks if check != Check.INPUTS]
+    numeric = [f for f in failures if f.result.check in WRONG_NUMBERS and (_is_float(f.tensors.get("output")) or f.shape is not None)]
 
     precision = _float32_precision(numeric)
     if precision:
@@ -223,8 +221,8 @@ def analyse(cases: list[Case], results: list[CaseResult], received: Received, sp
     outcomes = _probe_outcomes(results, received)
     parts = () if precision else (shape_part,) if shape_part else localise(outcomes)
     sentences += conclusions(parts, all(outcomes.get(name) in ("ok", "gradient") for name in OUTSIDE_PROBES))
-    if "inputs" in checks:  # the least likely to be the first thing to fix: the numbers are right
-        sentences.append(checks["inputs"])
+    if Check.INPUTS in checks:  # the least likely to be the first thing to fix: the numbers are right
+        sentences.append(checks[Check.INPUTS])
     return Finding(sentences, tuple(checks), precision, mistake, parts)
 
 
@@ -243,14 +241,14 @@ def _probe_outcomes(results: list[CaseResult], received: Received | None = None)
     logits, wrong gradient) or "unknown" (it raised, or failed a check that says nothing about the numbers)."""
     outcomes = {}
     for r in results:
-        if r.name not in PROBES or r.status == "not_run":
+        if r.name not in PROBES or r.status == NOT_RUN:
             continue
-        if r.passed or (r.status == Verdict.WRONG_ANSWER and r.check == "inputs"):  # values were checked before inputs
+        if r.passed or (r.status == Verdict.WRONG_ANSWER and r.check == Check.INPUTS):  # values were checked before inputs
             outcomes[r.name] = "ok"
-        elif r.status == Verdict.WRONG_ANSWER and r.check in VALUE_CHECKS:
+        elif r.status == Verdict.WRONG_ANSWER and r.check in WRONG_LOGITS:
             output = (received or {}).get(r.name, ({}, {}))[1].get("output")
             outcomes[r.name] = "nonfinite" if _is_float(output) and not bool(torch.isfinite(output).all()) else "values"
-        elif r.status == Verdict.WRONG_ANSWER and r.check == "gradient":
+        elif r.status == Verdict.WRONG_ANSWER and r.check == Check.GRADIENT:
             outcomes[r.name] = "gradient"
         else:
             outcomes[r.name] = "unknown"
@@ -295,7 +293,7 @@ def _shape_part(failures: list[Failure]) -> str | None:
     """A result of the wrong shape says by itself which part is wrong: the number of rows is the
     selection's, the number of columns the head's."""
     for f in failures:
-        if f.result.check != "shape" or f.shape is None or len(f.shape) != 2:
+        if f.result.check != Check.SHAPE or f.shape is None or len(f.shape) != 2:
             continue
         m, v = f.case.grad_output.shape
         if f.shape[1] != v:
@@ -306,21 +304,21 @@ def _shape_part(failures: list[Failure]) -> str | None:
 
 
 # -- checks that are not about numbers -------------------------------------------------------------
-def _check_sentence(check: str, failures: list[Failure]) -> str | None:
+def _check_sentence(check: Check, failures: list[Failure]) -> str | None:
     failed = [f for f in failures if f.result.check == check]
     if not failed:
         return None
-    if check == "type":
+    if check == Check.TYPE:
         return (
             "The result is not a plain torch.Tensor: return the logits tensor itself (not a NumPy array, a list, "
             "a subclass of torch.Tensor or a sparse tensor)."
         )
-    if check == "dtype":
+    if check == Check.DTYPE:
         f = failed[0]
         dtype = f.reply.get("output", {}).get("dtype")
         got = f" ({dtype} for {f.case.dtype} inputs)" if isinstance(dtype, str) else ""
         return f"The result's dtype is not the inputs' dtype{got}: return the logits in w_emb's dtype (no .double(), .float() or .to() on the result)."
-    if check == "device":
+    if check == Check.DEVICE:
         return "The result is not on the inputs' device: return it where the inputs are (no .to() or .cuda())."
     changed = sorted({name for f in failed for name in INPUT_NAMES if _changed(f, name)})
     names = ", ".join(changed) if changed else "an argument"
@@ -342,7 +340,7 @@ def _is_float(t: Any) -> bool:
 def _float32_precision(numeric: list[Failure]) -> bool:
     """True when every failing float64 case returned logits that are all float32 numbers (and
     some are not zero): no float64 computation gives that."""
-    wide = [f.tensors["output"] for f in numeric if f.case.dtype == "float64" and f.result.check == "values" and _is_float(f.tensors.get("output"))]
+    wide = [f.tensors["output"] for f in numeric if f.case.dtype == "float64" and f.result.check == Check.VALUES and _is_float(f.tensors.get("output"))]
     if not wide:
         return False
     for out in wide:
@@ -361,7 +359,7 @@ def _name_mistake(numeric: list[Failure], spec: Spec) -> tuple[str, str] | None:
         MISTAKES = hidden_module("reference.mistakes").MISTAKES  # noqa: N806 - absent where the reference is (a candidate's kit)
     except ImportError:
         return None
-    values_fail = any(f.result.check in VALUE_CHECKS for f in numeric)
+    values_fail = any(f.result.check in WRONG_LOGITS for f in numeric)
     fallback = None
     for twin in MISTAKES:
         if twin.gradient_only == values_fail:  # right logits cannot explain wrong ones, and the reverse
@@ -405,7 +403,7 @@ def _mistake_sentence(twin: Any, matches: set[str], values_fail: bool) -> str:
 def _explains(twin: Any, f: Failure, spec: Spec, compare_gradients: bool) -> str | None:
     """How far the twin explains this failing case (EXPLAINED, SHAPE_ONLY, LOGITS_ONLY), or None."""
     tolerance, gradient_tolerance = spec.tolerances(f.case.family, f.case.dtype)
-    if f.result.check in VALUE_CHECKS:
+    if f.result.check in WRONG_LOGITS:
         with torch.no_grad():
             output = twin(**_inputs(twin, f.case), num_heads=f.case.num_heads)
         if not _is_float(f.tensors.get("output")):  # not kept: only its description is left
@@ -415,7 +413,7 @@ def _explains(twin: Any, f: Failure, spec: Spec, compare_gradients: bool) -> str
     if not compare_gradients:
         return EXPLAINED
     gradients_match = all(_close(want, f.tensors[f"grad_{name}"], gradient_tolerance) for name, want in _twin_grads(twin, f.case).items())
-    if f.result.check == "gradient":  # the logits are right: the gradients are all the twin can explain
+    if f.result.check == Check.GRADIENT:  # the logits are right: the gradients are all the twin can explain
         return EXPLAINED if gradients_match else None
     return EXPLAINED if gradients_match else LOGITS_ONLY
 

@@ -17,13 +17,13 @@ import tokenize
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from grader import policy, protocol
 from grader.protocol import ProtocolError, need
-from grader.results import PASSED, CaseResult, Report, Verdict, deciding_case
+from grader.results import PASSED, CaseResult, Check, Report, Verdict, deciding_case
 from grader.sandbox import IsolationUnavailable
 from grader.sandbox.backends import backend_named, start_child
 from grader.sandbox.child import Child, ChildGone, ChildTimeout, Exit
@@ -128,31 +128,30 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
     from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES
     from grader.compare import HIDDEN_ERROR, bitwise_equal, compare_values, error_to_tolerance
 
-    def fail(status: str, check: str, message: str) -> None:
-        result.status, result.check, result.message = status, check, message
+    fail = result.fail
 
-    def fail_hidden(check: str, headline: str, closeness: Closeness, tolerance: float) -> None:
+    def fail_hidden(check: Check, headline: str, closeness: Closeness, tolerance: float) -> None:
         """A hidden case's numbers: the candidate reads the headline, staff the size of the error too."""
         fail(Verdict.WRONG_ANSWER, check, f"{headline}\n{HIDDEN_ERROR}")
         result.staff_message = f"{headline}\n{error_to_tolerance(closeness, tolerance)}"
 
     if reply.get("forbidden"):  # first: the guard's refusal may also have raised an exception
-        return fail(Verdict.FORBIDDEN_API, "runtime guard", reply["forbidden"])
+        return fail(Verdict.FORBIDDEN_API, Check.RUNTIME_GUARD, reply["forbidden"])
     if "error" in reply:
         status = Verdict.MEMORY_LIMIT_EXCEEDED if reply.get("memory") else Verdict.RUNTIME_ERROR
         during = "the gradient call (backward through your result)" if reply.get("phase") == "gradient" else "the call"
-        return fail(status, "exception", f"raised during {during}:\n{reply['error'].rstrip()}")
+        return fail(status, Check.EXCEPTION, f"raised during {during}:\n{reply['error'].rstrip()}")
 
     out = reply.get("output", {})
     m, v = expected.output.shape
     if out.get("type") != "torch.Tensor":
-        return fail(Verdict.WRONG_ANSWER, "type", f"returned a {out.get('type')}; expected a torch.Tensor (exactly, not a subclass)")
+        return fail(Verdict.WRONG_ANSWER, Check.TYPE, f"returned a {out.get('type')}; expected a torch.Tensor (exactly, not a subclass)")
     if out.get("shape") != [m, v]:
-        return fail(Verdict.WRONG_ANSWER, "shape", f"returned shape {tuple(out.get('shape', ()))}; expected (M, vocab_size) = ({m}, {v})")
+        return fail(Verdict.WRONG_ANSWER, Check.SHAPE, f"returned shape {tuple(out.get('shape', ()))}; expected (M, vocab_size) = ({m}, {v})")
     if out.get("dtype") != case.dtype:
-        return fail(Verdict.WRONG_ANSWER, "dtype", f"returned dtype {out.get('dtype')}; expected {case.dtype}, the dtype of the float inputs")
+        return fail(Verdict.WRONG_ANSWER, Check.DTYPE, f"returned dtype {out.get('dtype')}; expected {case.dtype}, the dtype of the float inputs")
     if out.get("device") != "cpu":
-        return fail(Verdict.WRONG_ANSWER, "device", f"returned a tensor on {out.get('device')}; expected it on cpu, where the inputs are")
+        return fail(Verdict.WRONG_ANSWER, Check.DEVICE, f"returned a tensor on {out.get('device')}; expected it on cpu, where the inputs are")
 
     detailed = case.public or spec.hidden_case_details
     tolerance, gradient_tolerance = spec.tolerances(case.family, case.dtype)
@@ -162,12 +161,12 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
     if not values.passed:
         headline = "the logits are not close to the expected ones"
         if not detailed:
-            return fail_hidden("values", headline, values, tolerance)
-        return fail(Verdict.WRONG_ANSWER, "values", f"{headline}\n{values.message}")
+            return fail_hidden(Check.VALUES, headline, values, tolerance)
+        return fail(Verdict.WRONG_ANSWER, Check.VALUES, f"{headline}\n{values.message}")
 
     changed = [name for name in INPUT_NAMES if not bitwise_equal(case.inputs[name], need(tensors, f"after_{name}"))]
     if changed:
-        return fail(Verdict.WRONG_ANSWER, "inputs", f"modified its input {', '.join(changed)} in place; inputs must be left unchanged")
+        return fail(Verdict.WRONG_ANSWER, Check.INPUTS, f"modified its input {', '.join(changed)} in place; inputs must be left unchanged")
 
     for name in DIFFERENTIABLE_INPUTS:
         grad = compare_values(expected.grads[name], need(tensors, f"grad_{name}"), gradient_tolerance, show_values=case.public)
@@ -177,8 +176,8 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
             cut = "" if reply.get("differentiable") else " (the result does not require grad: it is cut off from the inputs' autograd graph)"
             headline = f"the gradient reaching {name} is wrong{cut}"
             if not detailed:
-                return fail_hidden("gradient", headline, grad, gradient_tolerance)
-            return fail(Verdict.WRONG_ANSWER, "gradient", f"{headline}\n{grad.message}")
+                return fail_hidden(Check.GRADIENT, headline, grad, gradient_tolerance)
+            return fail(Verdict.WRONG_ANSWER, Check.GRADIENT, f"{headline}\n{grad.message}")
     result.status = PASSED
 
 
@@ -228,29 +227,49 @@ def _not_started(child: Child, error: Exception, limits: Limits) -> str:
     return f"the sandboxed child {what}: a fault of the grader's set-up, not of the submission" + (f"; it said:\n{said}" if said else "")
 
 
-def _startup(child: Child, limits: Limits, meanwhile: Callable[[], object], source: bytes, restricted: bool) -> tuple[Verdict, str] | None:
-    """None when the child has loaded the submission and found the entry point; else why not.
-    meanwhile() is the grader's own work, done while the child loads the submission. The start
-    frame carries the hash of the checked text (the child runs only a file with those bytes) and
-    whether the capability layer applies."""
+class _Starting(NamedTuple):
+    """The start frame is on its way: what waiting for the child to be ready needs."""
+
+    deadline: float  # for the runner's hello and the submission's loading, together
+    problem: tuple[Verdict, str] | None  # why the frame could not be sent (grader_error), as found then
+
+
+def _send_start(child: Child, source: bytes, restricted: bool, limits: Limits) -> _Starting:
+    """Send the start frame without waiting for the answer: the child loads the submission while
+    the grader goes on. It carries the hash of the checked text (the child runs only a file with
+    those bytes) and whether the capability layer applies."""
     start = {"kind": "start", "sha256": hashlib.sha256(source).hexdigest(), "restricted": restricted}
     deadline = time.monotonic() + limits.startup_seconds
+    try:
+        child.send(start, None, deadline)
+    except (ChildTimeout, ChildGone) as error:
+        return _Starting(deadline, (Verdict.GRADER_ERROR, _not_started(child, error, limits)))
+    return _Starting(deadline, None)
+
+
+def _wait_ready(child: Child, limits: Limits, starting: _Starting, results: list[CaseResult]) -> None:
+    """Returns once the child has loaded the submission and found the entry point; else marks every
+    case not run and raises Rejection saying why."""
+    problem = starting.problem or _startup_problem(child, limits, starting.deadline)
+    if problem:
+        for result in results:
+            result.status, result.message = problem[0], "not run: " + problem[1].splitlines()[0]
+        raise Rejection(*problem)
+
+
+def _startup_problem(child: Child, limits: Limits, deadline: float) -> tuple[Verdict, str] | None:
+    """None when the child, sent its start frame, loads the submission and finds the entry point; else why not."""
     try:  # the runner's hello: until it comes, no code of the submission's has run
-        hello, _ = child.request(start, None, protocol.STARTUP, limits.startup_seconds, meanwhile=meanwhile)
+        hello, _ = child.answer(protocol.STARTUP, deadline)
     except (ChildTimeout, ChildGone, ProtocolError) as error:
         return Verdict.GRADER_ERROR, _not_started(child, error, limits)
     if hello["kind"] != "hello":
         return Verdict.GRADER_ERROR, f"the sandboxed child answered {hello['kind']!r} before it had started (a fault of the grader's child code)"
     try:
         reply, _ = child.answer(protocol.LOADED, deadline)
-    except ChildTimeout as timeout:
-        if timeout.limit == "total":
-            return Verdict.TIME_LIMIT_EXCEEDED, TOTAL_LIMIT.format(limits.total_seconds) + " while loading the submission"
-        return Verdict.TIME_LIMIT_EXCEEDED, f"loading the submission took longer than {limits.startup_seconds:g} s (work at import time?)"
-    except ChildGone:
-        return classify_exit(child.exit(), limits, "while loading the submission")
-    except ProtocolError as error:
-        return Verdict.RUNTIME_ERROR, MALFORMED + str(error)
+    except (ChildTimeout, ChildGone, ProtocolError) as error:
+        verdict, _, message = _outcome(error, child, limits, LOADING)
+        return verdict, message
     if reply["kind"] == "import_failed":
         status = Verdict.MEMORY_LIMIT_EXCEEDED if reply.get("memory") else Verdict.RUNTIME_ERROR
         return status, "importing the submission failed:\n" + reply["error"].rstrip()
@@ -261,52 +280,74 @@ def _startup(child: Child, limits: Limits, meanwhile: Callable[[], object], sour
     return None
 
 
-def _case_timeout(timeout: ChildTimeout, limits: Limits) -> str:
+LOADING = "while loading the submission"  # when a start-up failure happened, as classify_exit words it
+LAST_CHECK = "after the last case, before the runtime guard's last check"
+
+
+def _outcome(error: ChildTimeout | ChildGone | ProtocolError, child: Child, limits: Limits, during: str) -> tuple[Verdict, Check, str]:
+    """What a child earns that did not answer a request as it should, from the exception the request
+    raised: the verdict, the check it failed and the message. `during` says when, as classify_exit
+    words it (LOADING, LAST_CHECK or during a case)."""
+    if isinstance(error, ChildTimeout):
+        return Verdict.TIME_LIMIT_EXCEEDED, Check.TIME, _timed_out(error, limits, during)
+    if isinstance(error, ChildGone):
+        verdict, message = classify_exit(child.exit(), limits, during)
+        return verdict, Check.PROCESS, message
+    child.kill()  # malformed data (or a reply without a tensor the judge needs): nothing it sends next can be trusted
+    return Verdict.RUNTIME_ERROR, Check.PROCESS, MALFORMED + str(error)
+
+
+def _timed_out(timeout: ChildTimeout, limits: Limits, during: str) -> str:
+    """Which limit ran out: the run's total, loading the submission's own, or that of one case (a
+    case and the runtime guard's last check)."""
     if timeout.limit == "total":
-        return TOTAL_LIMIT.format(limits.total_seconds)
+        return TOTAL_LIMIT.format(limits.total_seconds) + (f" {LOADING}" if during == LOADING else "")
+    if during == LOADING:
+        return f"loading the submission took longer than {limits.startup_seconds:g} s (work at import time?)"
     if timeout.limit == "write":
         # The grader cannot tell a child that will not read from one too busy to: the case's time ran out.
         return f"did not read the case's input within {limits.case_seconds:g} s (the limit for one case): the process stopped reading the grader's requests"
     return f"did not finish within {limits.case_seconds:g} s (the limit for one case)"
 
 
-def _run_cases(child: Child, cases: list[Case], expected_of: Callable[[int], Expected], results: list[CaseResult], spec: Spec, received: Received) -> None:
-    """Runs the cases in order, once the child has started; what the child returned for each failing case goes to `received` (for the diagnosis).
-    expected_of(i) gives case i's expected outputs; it is called while the child computes case i."""
-    limits = spec.limits
+def _cases(spec: Spec, hidden_seed: str, public_only: bool, prepared: Prepared | None) -> tuple[list[Case], Callable[[int], Expected]]:
+    """The cases, and what gives case i's expected outputs: a batch's, computed once (prepared), or
+    computed here, each while the child runs its case."""
+    if prepared is not None:
+        return prepared.cases, prepared.expected.__getitem__
+    from grader.cases import make_cases
+    from grader.expected import expected_for
+
+    cases = make_cases(spec, hidden_seed, public_only)
+    return cases, partial(_expected_of, expected_for, cases)
+
+
+def _run_cases(child: Child, cases: list[Case], expected_of: Callable[[int], Expected], results: list[CaseResult], spec: Spec) -> Received:
+    """Runs the cases in order, then the runtime guard's last check, once the child is ready; returns
+    what the child returned for each failing case (for the diagnosis). expected_of(i) gives case i's
+    expected outputs; it is called while the child computes case i."""
+    received: Received = {}
     for index, (case, result) in enumerate(zip(cases, results, strict=True)):
         started = time.monotonic()
-        during = f"during case {case.name}"
-        expected: list[Expected] = []
         if not case.public:  # (the public cases come first) what the child prints from now on may spell out hidden data
             child.stdout.hold_back()
             child.stderr.hold_back()
-
-        def meanwhile(expected: list[Expected] = expected, index: int = index) -> None:
-            expected.append(expected_of(index))
-
+        expected = cache(partial(expected_of, index))  # computed while the child computes the case, read once it answers
         try:
-            reply, tensors = child.request(*case.request(), protocol.expect_result(case), limits.case_seconds, meanwhile=meanwhile)
+            reply, tensors = child.request(*case.request(), protocol.expect_result(case), spec.limits.case_seconds, meanwhile=expected)
             result.seconds = child.answered_at - started
-            judge_reply(case, expected[0], reply, tensors, spec, result)
+            judge_reply(case, expected(), reply, tensors, spec, result)
             if not result.passed:
                 received[case.name] = reply, tensors
-        except ChildTimeout as timeout:
-            result.status, result.check, result.message = Verdict.TIME_LIMIT_EXCEEDED, "time", _case_timeout(timeout, limits)
-            return
-        except ChildGone:
-            result.status, result.message = classify_exit(child.exit(), limits, during)
-            result.check = "process"
-            return
-        except ProtocolError as error:
-            child.kill()
-            result.status, result.check, result.message = Verdict.RUNTIME_ERROR, "process", MALFORMED + str(error)
-            return
+        except (ChildTimeout, ChildGone, ProtocolError) as error:
+            result.fail(*_outcome(error, child, spec.limits, f"during case {case.name}"))
+            return received
         finally:
             result.withhold()  # a hidden case: what the submission chose, for staff only
     if results:
-        _finish(child, limits, results[-1])
+        _finish(child, spec.limits, results[-1])
         results[-1].withhold()
+    return received
 
 
 def _finish(child: Child, limits: Limits, last: CaseResult) -> None:
@@ -315,32 +356,38 @@ def _finish(child: Child, limits: Limits, last: CaseResult) -> None:
     told on the last case."""
     try:
         reply, _ = child.request({"kind": "finish"}, None, protocol.FINISH, limits.case_seconds)
-    except ChildTimeout as timeout:
-        last.status, last.check, last.message = Verdict.TIME_LIMIT_EXCEEDED, "time", _case_timeout(timeout, limits)
-        return
-    except ChildGone:
-        last.status, last.message = classify_exit(child.exit(), limits, "after the last case, before the runtime guard's last check")
-        last.check = "process"
-        return
-    except ProtocolError as error:
-        child.kill()
-        last.status, last.check, last.message = Verdict.RUNTIME_ERROR, "process", MALFORMED + str(error)
-        return
+    except (ChildTimeout, ChildGone, ProtocolError) as error:
+        return last.fail(*_outcome(error, child, limits, LAST_CHECK))
     if reply.get("forbidden"):
-        last.status, last.check, last.message = Verdict.FORBIDDEN_API, "runtime guard", reply["forbidden"]
+        last.fail(Verdict.FORBIDDEN_API, Check.RUNTIME_GUARD, reply["forbidden"])
 
 
-def overall(results: list[CaseResult]) -> tuple[Verdict, str]:
-    """A forbidden operator anywhere decides; otherwise the first failing case does."""
+def overall(results: list[CaseResult], public_only: bool = False) -> tuple[Verdict, str]:
+    """The verdict of a judged run: the deciding case's (results.PRECEDENCE: a forbidden operator
+    anywhere, else the first failing case), or accepted (with public_only, "the public cases passed")."""
     first = deciding_case(results)
     if first is None:
-        return Verdict.ACCEPTED, f"all {len(results)} cases passed"
+        return Verdict.ACCEPTED, PUBLIC_PASSED.format(len(results)) if public_only else f"all {len(results)} cases passed"
     passed = sum(r.passed for r in results)
     return Verdict(first.status), f"case {first.name} failed ({passed} of {len(results)} cases passed): {first.message}"
 
 
 def _expected_of(expected_for: Callable[[Case], Expected], cases: list[Case], index: int) -> Expected:
     return expected_for(cases[index])
+
+
+def _check_policy(source: bytes, tree: ast.Module, spec: Spec, static_check: bool) -> None:
+    """Rejection(forbidden_api) when the file breaks the policy. The policy reads the installed
+    torch's names: its first call imports torch."""
+    violations = policy.check(tree, source.decode(), spec.policy) if static_check else []
+    if violations:
+        raise Rejection(Verdict.FORBIDDEN_API, policy.explain(violations))
+
+
+def _keep_output(report: Report, child: Child) -> None:
+    """What the submission printed: the candidate's, up to the first hidden case (CappedBuffer.hold_back); staff's, all of it."""
+    report.stdout, report.stderr = child.stdout.shown(), child.stderr.shown()
+    report.staff_stdout, report.staff_stderr = (out.text() if out.held_back else None for out in (child.stdout, child.stderr))
 
 
 def grade(
@@ -379,18 +426,12 @@ def grade(
         raise ValueError("the prepared cases were made for another seed or another choice of public cases")
     started = time.monotonic()
     report = Report(Verdict.GRADER_ERROR, "", str(path), seed_public_id(hidden_seed), backend, public_only=public_only)
-    received: Received = {}  # case name -> what the child returned, failing cases only
     cases: list[Case] = []
-
-    def check_policy() -> None:  # the policy reads the installed torch's names: its first call imports torch
-        violations = policy.check(tree, source.decode(), spec.policy) if static_check else []
-        if violations:
-            raise Rejection(Verdict.FORBIDDEN_API, policy.explain(violations))
-
+    received: Received = {}  # case name -> what the child returned, failing cases only
     try:
         source, tree = read_source(path, spec.limits.source_bytes)
         if prepared is not None:  # a batch has imported torch: the check takes milliseconds, and a refused file costs no child
-            check_policy()
+            _check_policy(source, tree, spec, static_check)
     except Rejection as rejection:
         report.verdict, report.message = rejection.verdict, rejection.message
         report.seconds = time.monotonic() - started
@@ -398,44 +439,22 @@ def grade(
 
     # ignore_cleanup_errors: under the uid backend the runner user may leave files we cannot remove
     with tempfile.TemporaryDirectory(prefix="mlm-grader-", ignore_cleanup_errors=True) as workdir:
-        # One grading: the child imports torch while we check the policy (importing torch) and build
-        # the cases; it runs no submission code until _startup sends it the start frame.
+        # The child imports torch while the grader checks the policy (importing torch); it loads the
+        # submission while the grader makes the cases; it runs no code of the submission's before the start frame.
         with start(Path(workdir), source, path.name, spec, backend) as child, (watch or nullcontext)(child):
             report.isolation = child.isolation
             try:
                 if prepared is None:
-                    check_policy()
-                made: list[tuple[list[Case], Callable[[int], Expected]]] = []
-
-                def make() -> None:
-                    if prepared is not None:  # a batch computed every expected output once
-                        made.append((prepared.cases, prepared.expected.__getitem__))
-                    else:  # one grading: each case's expected outputs are computed while the child runs it
-                        from grader.cases import make_cases
-                        from grader.expected import expected_for
-
-                        made_cases = make_cases(spec, hidden_seed, public_only)
-                        made.append((made_cases, partial(_expected_of, expected_for, made_cases)))
-
-                # The child loads the submission while the grader imports torch and makes the cases.
-                problem = _startup(child, spec.limits, meanwhile=make, source=source, restricted=restricted)
-                if not made:  # the start request itself failed
-                    make()
-                cases, expected_of = made[0]
+                    _check_policy(source, tree, spec, static_check)
+                starting = _send_start(child, source, restricted, spec.limits)
+                cases, expected_of = _cases(spec, hidden_seed, public_only, prepared)
                 report.cases = [CaseResult(c.name, c.family, c.dtype, c.public, c.shape_text()) for c in cases]
-                if problem:
-                    for result in report.cases:
-                        result.status, result.message = problem[0], "not run: " + problem[1].splitlines()[0]
-                    raise Rejection(*problem)
-                _run_cases(child, cases, expected_of, report.cases, spec, received)
-                report.verdict, report.message = overall(report.cases)
-                if public_only and report.verdict == Verdict.ACCEPTED:
-                    report.message = PUBLIC_PASSED.format(len(report.cases))
+                _wait_ready(child, spec.limits, starting, report.cases)
+                received = _run_cases(child, cases, expected_of, report.cases, spec)
+                report.verdict, report.message = overall(report.cases, public_only)
             except Rejection as rejection:
                 report.verdict, report.message = rejection.verdict, rejection.message
-        # The candidate's: what was printed before the first hidden case (CappedBuffer.hold_back); staff's: all of it.
-        report.stdout, report.stderr = child.stdout.shown(), child.stderr.shown()
-        report.staff_stdout, report.staff_stderr = (out.text() if out.held_back else None for out in (child.stdout, child.stderr))
+        _keep_output(report, child)
     if report.verdict == Verdict.WRONG_ANSWER:
         from grader.diagnosis import diagnose
 

@@ -1,13 +1,12 @@
 """Hints: what a failure pattern usually means. The report's formats are in grader/formats/."""
 
-from grader.results import Report, Verdict
+from grader.results import WRONG_NUMBERS, Check, Report, Verdict
 from grader.spec import PROBE_FAMILY, Spec
 
 # A family's hint is about its numbers: it is shown only when its cases fail these checks. A wrong
 # selection rule changes M in a soft-mask case, so that hint needs a wrong shape (a gather in the
 # wrong order or an in-place change of the mask also fails only there, and is not about the rule).
-FAMILY_HINT_CHECKS = {"soft_mask": {"shape"}}
-VALUE_CHECKS = {"values", "shape", "gradient"}
+FAMILY_HINT_CHECKS = {"soft_mask": {Check.SHAPE}}  # any other family's: WRONG_NUMBERS
 
 
 def hints(report: Report, spec: Spec) -> list[str]:
@@ -24,19 +23,19 @@ def hints(report: Report, spec: Spec) -> list[str]:
     if len(failed) < len(report.cases):
         families = {c.family for c in failed if c.family != PROBE_FAMILY}
         family = next(iter(families)) if len(families) == 1 else None
-        if family and spec.families[family].hint and checks <= FAMILY_HINT_CHECKS.get(family, VALUE_CHECKS):
+        if family and spec.families[family].hint and checks <= FAMILY_HINT_CHECKS.get(family, WRONG_NUMBERS):
             found.append(spec.families[family].hint)
-        if families and families != {"float64"} and all(c.dtype == "float64" for c in failed) and checks <= VALUE_CHECKS:
+        if families and families != {"float64"} and all(c.dtype == "float64" for c in failed) and checks <= WRONG_NUMBERS:
             found.append(spec.families["float64"].hint)
     # The diagnosis, where the probes ran, already says where the gradient is cut: a hint naming a
     # place of its own could contradict it.
-    if checks == {"gradient"} and not any(s in report.diagnosis for s in (CONCLUSIONS["gradient_outside"], CONCLUSIONS["gradient_blocks"])):
+    if checks == {Check.GRADIENT} and not any(s in report.diagnosis for s in (CONCLUSIONS["gradient_outside"], CONCLUSIONS["gradient_blocks"])):
         found.append(
             "Only the gradient check fails: the values are right but the gradients are not, so a step is cut off from autograd. "
             "Every step must stay on the autograd graph (no torch.no_grad(), .detach(), .numpy() or .item()), the head "
             "included: it must use w_emb itself (x @ w_emb.T), not a detached or copied matrix."
         )
-    if checks == {"inputs"}:
+    if checks == {Check.INPUTS}:
         found.append(
             "Only the inputs check fails: an in-place operation (x += ..., .add_(), item assignment) changed an argument; work on new tensors instead."
         )

@@ -1,7 +1,12 @@
-"""What a grading run produces: a verdict, a score and one result per case."""
+"""What a grading run produces: a verdict, a score and one result per case.
+
+The vocabulary every module decides and reports with: Verdict, Check (which check a case failed),
+the sets of checks that mean one thing, and the verdicts' precedence.
+"""
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Literal
 
 
 class Verdict(StrEnum):
@@ -16,6 +21,32 @@ class Verdict(StrEnum):
     GRADER_ERROR = "grader_error"
 
 
+# Which failing case decides a judged run (judge.overall): the first case with the first of these
+# verdicts that any case has, wherever it comes; when no case has one of them, the first failing case.
+PRECEDENCE = (Verdict.FORBIDDEN_API,)
+
+
+class Check(StrEnum):
+    """Which check a case failed (CaseResult.check): those of a reply in the order the judge makes
+    them, then the ways a child stops answering."""
+
+    RUNTIME_GUARD = "runtime guard"  # a forbidden operation, during the call or at the guard's last check
+    EXCEPTION = "exception"
+    TYPE = "type"
+    SHAPE = "shape"
+    DTYPE = "dtype"
+    DEVICE = "device"
+    VALUES = "values"
+    INPUTS = "inputs"  # an input changed in place
+    GRADIENT = "gradient"
+    TIME = "time"
+    PROCESS = "process"  # the child ended, or sent malformed data
+
+
+WRONG_LOGITS = frozenset({Check.VALUES, Check.SHAPE})  # the logits are wrong
+WRONG_NUMBERS = WRONG_LOGITS | {Check.GRADIENT}  # the logits or their gradients are wrong: a fault in the computation
+NOT_NUMBERS = (Check.TYPE, Check.DTYPE, Check.DEVICE, Check.INPUTS)  # what was returned is wrong, not its numbers
+
 PASSED = "passed"
 NOT_RUN = "not_run"
 
@@ -25,13 +56,13 @@ NOT_RUN = "not_run"
 # lines, how its process ended or what it wrote on the channel): for a hidden case the candidate
 # reads these words instead, and staff the whole message. Any of it could spell out the case's inputs.
 HIDDEN_FAILURES = {
-    "exception": "raised an exception",
-    "type": "returned an object that is not a plain torch.Tensor",
-    "shape": "returned a tensor of the wrong shape",
-    "dtype": "returned a tensor of the wrong dtype",
-    "device": "returned a tensor on the wrong device",
-    "runtime guard": "used forbidden functionality",
-    "process": "the process ended",  # only for runtime_error: a limit's message is the grader's own
+    Check.EXCEPTION: "raised an exception",
+    Check.TYPE: "returned an object that is not a plain torch.Tensor",
+    Check.SHAPE: "returned a tensor of the wrong shape",
+    Check.DTYPE: "returned a tensor of the wrong dtype",
+    Check.DEVICE: "returned a tensor on the wrong device",
+    Check.RUNTIME_GUARD: "used forbidden functionality",
+    Check.PROCESS: "the process ended",  # only for runtime_error: a limit's message is the grader's own
 }
 WITHHELD = "the message of a hidden case is not shown"
 
@@ -44,7 +75,7 @@ class CaseResult:
     public: bool
     shape: str
     status: str = NOT_RUN  # PASSED, NOT_RUN, or the Verdict value this case earned
-    check: str = ""  # which check failed: type, shape, dtype, device, values, inputs, gradient, ...
+    check: Check | Literal[""] = ""  # the check that failed; "" while none has
     message: str = ""  # what the candidate reads: for a hidden case, only what the grader decided (withhold())
     staff_message: str = ""  # a hidden case's whole message, when withhold() kept it from the candidate; for staff
     # The error of the logits (of the gradient, when the gradient check failed): greatest |got - expected|,
@@ -62,10 +93,13 @@ class CaseResult:
         chooses how long it takes, so its time could spell out the case's inputs)."""
         return self.seconds if self.public or staff else None
 
+    def fail(self, status: Verdict, check: Check, message: str) -> None:
+        self.status, self.check, self.message = status, check, message
+
     def withhold(self) -> None:
         """For a hidden case whose message holds what the submission chose: keep that message for
         staff (staff_message) and leave the candidate the grader's words. Idempotent."""
-        if self.public or self.check not in HIDDEN_FAILURES or (self.check == "process" and self.status != Verdict.RUNTIME_ERROR):
+        if self.public or self.check not in HIDDEN_FAILURES or (self.check == Check.PROCESS and self.status != Verdict.RUNTIME_ERROR):
             return
         what = "ran out of memory" if self.status == Verdict.MEMORY_LIMIT_EXCEEDED else HIDDEN_FAILURES[self.check]
         shown = f"{what} ({WITHHELD})"
@@ -74,11 +108,14 @@ class CaseResult:
 
 
 def deciding_case(results: list[CaseResult]) -> CaseResult | None:
-    """The case whose failure gives a judged run its verdict: a forbidden operator anywhere, else the
-    first failing case (cases never run do not count); None when none failed."""
+    """The case whose failure gives a judged run its verdict, by PRECEDENCE (a forbidden operator
+    anywhere, else the first failing case; cases never run do not count); None when none failed."""
     failed = [r for r in results if not r.passed and r.status != NOT_RUN]
-    forbidden = [r for r in failed if r.status == Verdict.FORBIDDEN_API]
-    return forbidden[0] if forbidden else (failed[0] if failed else None)
+    for verdict in PRECEDENCE:
+        first = next((r for r in failed if r.status == verdict), None)
+        if first is not None:
+            return first
+    return failed[0] if failed else None
 
 
 @dataclass

@@ -8,7 +8,7 @@ from typing import Any
 
 from grader import __version__
 from grader.formats.safe import printable_data
-from grader.results import CaseResult, Report, Verdict
+from grader.results import CaseResult, Check, Report, Verdict
 
 
 def _json_number(x: float | None) -> float | str | None:
@@ -96,7 +96,7 @@ def from_json(data: dict[str, Any]) -> Report:
             c["visibility"] == "visible",
             c["shape"],
             status=c["status"],
-            check=c["check"],
+            check=Check(c["check"]) if c["check"] else "",
             message=c["output"],
             staff_message=withheld.get(c["name"], ""),
             max_abs=_number(c["max_abs_error"]),

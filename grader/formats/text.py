@@ -5,7 +5,7 @@ from collections.abc import Callable
 
 from grader.formats.points import rejected_as_a_whole
 from grader.formats.safe import printable
-from grader.results import CaseResult, Report, Verdict
+from grader.results import CaseResult, Check, Report, Verdict, deciding_case
 from grader.spec import Spec
 
 OUTPUT_SHOWN = 2000  # characters of the submission's stdout/stderr shown in the human report
@@ -49,7 +49,7 @@ def _messages(report: Report, failed: list[CaseResult], verbose: bool) -> list[s
     """The failing cases' messages after the verdict's own (report.message, which holds the first
     failing case's): each distinct message once, naming the cases it applies to; without verbose,
     the first three other messages."""
-    first = next((c for c in failed if c.status == Verdict.FORBIDDEN_API), failed[0])  # as judge.overall() chooses
+    first = deciding_case(failed)  # as judge.overall() chooses
     groups = _grouped(failed, lambda c: c.message)
     lines = []
     same = [c for c in failed if c.message == first.message and c is not first]
@@ -70,7 +70,7 @@ def _tolerance(case: CaseResult, spec: Spec | None) -> float | None:
     if spec is None or case.family not in spec.families or case.dtype not in spec.tolerance:
         return None
     values, gradient = spec.tolerances(case.family, case.dtype)
-    return gradient if case.check == "gradient" else values
+    return gradient if case.check == Check.GRADIENT else values
 
 
 def _printed(name: str, text: str, kept_bytes: int | None) -> list[str]:
