@@ -265,7 +265,7 @@ def test_the_pool_childs_filter_refuses_new_namespaces_but_not_a_plain_fork():
 import ctypes, errno, os, sys
 sys.path.insert(0, {str(Path(walls.__file__).parents[1])!r})
 from child import walls
-walls._check(walls._libc.prctl(walls.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+walls.set_no_new_privs()
 walls.install_seccomp(bytes.fromhex({program.hex()!r}))
 libc = ctypes.CDLL(None, use_errno=True)
 results = []

@@ -1,44 +1,14 @@
 """Runtime guard: watches what the submission executes and refuses forbidden functionality.
 
-It is armed once, before the submission is imported, and stays armed until the process ends:
-- the forbidden ATen operators (aten._softmax, aten.native_layer_norm, aten.rms_norm, ...) get
-  kernels that record and refuse, so they cannot run by any Python route, in any mode, on any thread;
-- a TorchFunctionMode sees every torch function and Tensor method by name (torch.rms_norm,
-  x.softmax, torch.ops.aten.rms_norm.default, ...), and refuses tensor subclasses (and other
-  objects) with their own __torch_function__ or __torch_dispatch__, among its types and its
-  arguments, before their code runs;
-- a profile function records every entry into torch's Python implementations of forbidden
-  functions (torch._refs.softmax, the decomposition of aten._softmax), which are made of honest
-  operators, by whatever route: from the submission, from a subclass's
-  __torch_dispatch__ (where the function mode is off), from the dispatcher. It only records (an
-  exception raised in it would remove it), and counts such frames while they run: the function
-  mode refuses the first torch function they call, so the use ends at once where the mode is on;
-- no thread may start (the mode watches only the thread it is pushed on): Python's thread start
-  is refused and recorded, and a seccomp filter has the kernel refuse every new thread and process,
-  whatever route reaches it;
-- an audit hook, which cannot be removed, holds the record of what was found and a picture of the
-  guard as armed, both out of the submission's reach (it refuses the gc calls that could find
-  them). It refuses trace and profile functions, other audit hooks, and any change to the code of
-  a protected function. On every read of the record it checks its mode alone on its stack, no
-  dispatch mode and its profile function; on every FULL_CHECK_EVERY-th read, and on the runner's
-  last read after the last case, the whole picture too: the names, classes, functions and instances
-  of the guard and of the modules the runner uses after a call; the modules loaded (none replaced
-  by a fake); the refusing kernels. A change is recorded as tampering.
-There is no TorchDispatchMode, and the function mode does not walk the frames: on every operator
-that runs they would cost more than the operator (a Python call, the wrapping of every tensor, a
-walk up the stack), and each thing they would see is seen above: a forbidden operator by its
-kernel, torch's Python code by the profile function.
-A forbidden use is recorded, then refused with an exception where the layer that saw it can
-raise; the record is what the grader is told, so catching the exception does not hide it.
-
-This is the second layer: the static check keeps a submission from reaching sys.modules, torch._C
-or ctypes in the first place, and the sandbox is the security boundary. In-process checks cannot
-stop code that rewrites the interpreter's memory; they make every Python-level route fail or show.
+Armed once, before the submission is imported, never disarmed: refusing kernels for the forbidden
+ATen operators, a TorchFunctionMode for torch functions, Tensor methods and tensor subclasses, a
+profile function for torch's Python implementations of forbidden functions, no new thread or
+process, and an audit hook that holds the record and checks the guard's integrity. What each part
+sees, and what the guard assumes of the capability layer and the sandbox: docs/threat-model.md.
 """
 
 import _thread
 import builtins
-import ctypes
 import errno
 import fnmatch
 import itertools
@@ -60,6 +30,7 @@ import torch
 from torch._ops import OpOverload, OpOverloadPacket
 from torch.overrides import TorchFunctionMode
 
+from . import walls
 from .vjp import vector_jacobian
 
 TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -591,18 +562,9 @@ def refuse_new_processes() -> bool:
         if name in calls:
             program += [_bpf(jeq, calls[name], jf=1), _bpf(ret, error | errno.EAGAIN)]
     program.append(_bpf(ret, allow))
-    code = ctypes.create_string_buffer(b"".join(program))
-
-    class SockFprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    fprog = SockFprog(len(program), ctypes.addressof(code))
     try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-        prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-        pr_set_no_new_privs, pr_set_seccomp, seccomp_mode_filter = 38, 22, 2
-        if prctl(pr_set_no_new_privs, 1, 0, 0, 0) != 0:
-            return False
-        return prctl(pr_set_seccomp, seccomp_mode_filter, ctypes.addressof(fprog), 0, 0) == 0
-    except (OSError, AttributeError):
+        walls.set_no_new_privs()
+        walls.install_seccomp(b"".join(program))
+    except (OSError, AttributeError):  # WallError included; AttributeError: a C library without prctl
         return False
+    return True

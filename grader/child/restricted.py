@@ -1,28 +1,10 @@
 """Capabilities, not names: what the submission's code can reach is decided on the objects themselves.
 
-The runner compiles the submission from the very text the grader checked, after a rewrite of its
-syntax tree (`transform`): attribute reads `x.name` become `__mlm_getattr__(x, "name", line)`,
-subscript reads `x[k]` become `__mlm_getitem__(x, k, line)`, attribute writes and deletes go through
-`__mlm_write__`, augmented assignments read and write through one call, class statements register
-the class as the file's own, and the names a class pattern captures are checked. The module runs
-with restricted built-ins (`Capabilities.builtins`): no open, eval, exec, compile, globals, locals
-or breakpoint; getattr, setattr, delattr, hasattr and vars checked the same way; imports only of the
-allowed modules; `type` a stand-in that checks a class built from a dict.
-
-A value read is judged by its class, and so is the object it is read from: never a module outside
-the allowed list (`typing.sys`, `AttributeError.obj.sys`), a frame, traceback, code object or cell,
-a module's globals, or torch's dispatcher internals. Names are judged on the object that holds
-them: private names (`_x`) only where the file defined them (its classes, and those a library made
-at its call, and their instances; namedtuple's documented `_make`, `_asdict`, `_fields`, `_replace`
-anywhere); special names (`__x__`) only from the spec's readable_dunders; the spec's forbidden
-functions and attributes never on objects the file did not make. Metaclasses are handed out as
-subclasses that check what they build; functools.wraps copies checked values; enum's functional API
-checks its names. A refusal calls `refuse`, which in the child ends the run then and there
-(runner.serve), so that nothing the submission catches or binds on the way runs again.
-
-This holds as long as the submission runs only code compiled here: it assumes no bug in CPython,
-torch or numpy that corrupts memory from the allowed API. The sandbox assumes nothing of it
-(docs/threat-model.md).
+The runner compiles the submission from the very text the grader checked, after `transform`
+rewrites its syntax tree so that attribute reads and writes, subscripts, class statements, call
+results, loop items, unpacking and pattern captures go through the checks of `Capabilities`, with
+restricted built-ins. A refusal ends the run where it happens. What is refused and what this layer
+assumes (no memory-corruption bug in CPython, torch or numpy): docs/threat-model.md.
 """
 
 import ast

@@ -1,24 +1,11 @@
-"""The pool's server: a warm process that forks one walled-in child per submission.
+"""The warm pool's server: forks one walled-in child per submission.
 
-It runs inside bubblewrap (grader/isolation.py, pool server flavour: no writable folder, a seccomp
-filter that still allows the namespaces and mounts its children build), imports torch and warms
-the runtime guard once, then waits on its control socket. Where the grader is root it runs as a box
-uid of its own, and first makes a user namespace that the grader maps the box uids into (walls.py,
-enter_box_namespace). For each "spawn" message it receives the child's descriptors (requests,
-results, stdout, stderr, and two sealed memfds: the submission and its file's name) and, where the
-grader is root, the child's box uid, and forks; the child reads the name, walls itself in
-(walls.py), takes the limits and the strict seccomp filter, says so on a private pipe, then serves
-the grader exactly as a single child does (runner.serve). The server answers "spawned" only once
-the child is walled in (else "failed"), and "exited" with its status when it ends. It never reads
-what a child sends the grader, and no child can reach it (another pid namespace, another uid; it
-is non-dumpable).
-
-Every child inherits the server's memory, where freed bytes stay until they are reused: so the
-server never holds anything of a submission. A spawn message carries an opaque random token, the
-name and the source reach the child in descriptors the server passes on unread, and a child that
-fails to wall itself in leaves its file's name out of what it tells the server.
-
-Control messages are JSON in SOCK_SEQPACKET datagrams, one message each, descriptors attached.
+It runs inside bubblewrap with nothing writable, imports torch and warms the runtime guard once,
+then waits on its control socket (JSON in SOCK_SEQPACKET datagrams, descriptors attached). For each
+"spawn" it forks a child on the descriptors it was given (requests, results, stdout, stderr, and
+sealed memfds with the submission and its name, passed on unread: the server never holds anything
+of a submission), answers "spawned" once the child is walled in (walls.py) and "exited" with its
+status. The design: docs/threat-model.md, "The warm pool".
 """
 
 import array

@@ -1,38 +1,12 @@
-"""Walls a forked child builds around itself inside the pool's sandbox, before it runs a submission.
+"""Walls a forked child of the warm pool builds around itself before it runs a submission.
 
-The pool's server (server.py) runs inside bubblewrap with torch imported and forks one child per
-submission. A fork shares everything with its siblings and the server until it walls itself in.
-Three processes come of one spawn, the last of which runs the submission:
-
-    outer  (in the server's namespaces)  becomes the child's own box uid where the grader is root
-           (see below), unshares user, mount, pid, ipc, uts and network namespaces, forks the
-           init, drops every capability, and ends as the init ends;
-    init   (pid 1 of the new pid namespace)  mounts a private, size-capped /tmp and /dev/shm and a
-           read-only folder holding the submission, makes /proc read-only, forks the runner,
-           reaps, and ends as it ends (status, or 128 + the signal, as bubblewrap reports it); when
-           the init dies, the kernel kills everything in its namespace;
-    runner (pid 2, as under bubblewrap)  drops every capability, sets no_new_privs, makes itself
-           non-dumpable, takes the limits and the strict seccomp filter, then serves the grader.
-
-Host uids. Where the grader is root, the server runs as a box uid of its own, with no capability
-in the host's namespaces; at its start it makes a user namespace for itself, in which the grader
-maps the box uids and nothing else (root is not in it), and keeps CAP_SETUID, CAP_SETGID and
-CAP_KILL there alone (enter_box_namespace). Each child first becomes the box uid the grader gave it
-(become_box_uid), then makes its namespaces, so they belong to that uid: the submission runs as a
-host uid of its own that is not root, not the server's and no sibling's, with no capability in any
-namespace but its own (and none left there). Where the grader is not root, the server and its
-children all have the grader's uid.
-
-So a submission cannot signal the server or a sibling (they are outside its pid namespace), nor
-reach their abstract sockets or System V IPC, nor see their /tmp; their /proc memory, descriptors,
-environment and roots are closed to it (another uid, and non-dumpable); it cannot unmount or mount
-anything (no capabilities, and seccomp refuses it), nor make a further user namespace (seccomp
-refuses unshare, clone with namespace flags and clone3), nor write anything in /proc (read-only).
-The server's /proc stays mounted (the kernel refuses a fresh one under bubblewrap's masked /proc),
-so a child can list the pool's process ids and command lines, which hold nothing secret.
-
-Only the standard library and system calls through ctypes: this runs in the child before any
-submission code, and a failure here means the submission must not run at all (WallError).
+Three processes come of one spawn: the outer one (the child's box uid where the grader is root; new
+user, mount, pid, ipc, uts and network namespaces), the namespace's init (private /tmp and /dev/shm,
+the read-only submission, a read-only /proc; it reaps and reports the runner's status as bubblewrap
+would) and the runner (no capabilities, no_new_privs, non-dumpable, the limits and a single child's
+seccomp filter). Why these walls and what they hold against: docs/threat-model.md, "The warm pool".
+Only the standard library and system calls through ctypes: a failure here (WallError) means the
+submission must not run at all.
 """
 
 import ctypes
@@ -97,7 +71,7 @@ def drop_capabilities(keep: tuple[int, ...] = ()) -> None:
         data[cap // 32].effective |= 1 << cap % 32
         data[cap // 32].permitted |= 1 << cap % 32
     _check(_libc.capset(ctypes.byref(header), data), "capset")
-    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    set_no_new_privs()
 
 
 def unshare_user() -> None:
@@ -135,6 +109,10 @@ def make_undumpable() -> None:
     _check(_libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "dumpable")
 
 
+def set_no_new_privs() -> None:
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
 def install_seccomp(program: bytes) -> None:
     """Load a classic BPF seccomp program (libseccomp's export, as bubblewrap's --seccomp takes it).
     Needs no_new_privs; filters stack, so it adds to the server's and cannot be removed."""
@@ -154,6 +132,12 @@ def _map_ids(outer_uid: int, outer_gid: int) -> None:
         f.write(f"{INNER_ID} {outer_gid} 1")
 
 
+def reported_status(status: int) -> int:
+    """A wait status as bubblewrap reports a child's: its exit code, or 128 + the signal that ended it
+    (grader/sandbox/child.py returncode_of reads it back)."""
+    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+
+
 def _status_of(pid: int) -> int:
     """Wait for `pid`; its exit status as bubblewrap reports one: the code, or 128 + the signal."""
     while True:
@@ -162,7 +146,7 @@ def _status_of(pid: int) -> int:
         except InterruptedError:
             continue
         if os.WIFEXITED(status) or os.WIFSIGNALED(status):
-            return os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+            return reported_status(status)
 
 
 def _init(runner: int) -> None:
@@ -175,7 +159,7 @@ def _init(runner: int) -> None:
         except ChildProcessError:
             os._exit(70)
         if pid == runner:
-            os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+            os._exit(reported_status(status))
 
 
 def _die_with_parent(parent: int) -> None:

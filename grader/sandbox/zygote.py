@@ -1,22 +1,10 @@
-"""A warm pool: one sandboxed server with torch imported forks a walled-in child per submission.
+"""The warm pool, a zygote: one sandboxed server with torch imported forks a walled-in child per submission.
 
-The server (grader/child/server.py) runs behind bubblewrap, like a single child, but with nothing
-writable and with the nested namespaces its children need; each child walls itself in before any
-submission code runs (grader/child/walls.py: its own user, mount, pid, ipc, uts and network
-namespaces, private /tmp and /dev/shm, a read-only /proc, no capabilities, non-dumpable, the
-rlimits, then a seccomp filter that also refuses any further namespace). Where the grader is root,
-the server runs as a box uid of its own and each child as another (take_box_uid): the
-grader maps the box uids into a user namespace the server makes at its start (the server keeps
-CAP_SETUID and CAP_SETGID there alone), so no process of the pool is ever host root. Here, on the
-grader's side, every child gets its own pipes, its own box uid and its own cgroup (memory, pids,
-CPU accounting), which it is put in before it is sent the start frame, and it is watched and
-killed as a single child is (SIGKILL of its pid namespace's init, through a pidfd, and of its
-cgroup). So a submission graded through the pool keeps every wall of a single grading, and pays
-neither a Python start nor `import torch` nor the guard's warm-up.
-
-The pool is used only where all of that holds (zygote_problem); elsewhere a batch starts a child per
-submission as before. If the server dies (no submission can reach it), the gradings it held are
-graded again with a child of their own, and the next spawn starts a new server.
+The server is grader/child/server.py behind bubblewrap; here, on the grader's side, each child gets
+its own pipes, box uid and cgroup, is put in the cgroup before it is sent the start frame, and is
+watched and killed as a single child is. Used only where every wall of a single child holds
+(zygote_problem); a server that dies is started again and its gradings given children of their own.
+The design: docs/threat-model.md, "The warm pool".
 """
 
 import fcntl
