@@ -7,8 +7,8 @@ exactly as `python -m grader FILE` would) and appends one JSON line per submissi
 is known; at the end, the gradebook (--csv) and each student's report (--feedback). Ctrl-C or SIGTERM stops cleanly: running children
 are killed, their gradings dropped (a rerun grades them), every finished line stays.
 
-Every submission is graded by Pool.grade_file, the one place that knows how; the batch command
-and the Python API (grader/api.py) both grade through Pool.map.
+Every submission is graded by Workers.grade_file, the one place that knows how; the batch command
+and the Python API (grader/api.py) both grade through Workers.map.
 """
 
 import argparse
@@ -67,7 +67,7 @@ def default_jobs() -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
 
-# --- the pool: one submission -> one report, `jobs` at a time -------------------------------------
+# --- the workers: one submission -> one report, `jobs` at a time ----------------------------------
 
 
 class _Cancelled(Exception):
@@ -125,7 +125,7 @@ def start_warm_pool(spec: Spec, backend: str) -> tuple[WarmPool | None, str]:
         return None, f"the warm pool could not start ({error})"
 
 
-class Pool:
+class Workers:
     """Grades submission files `jobs` at a time, each in its own sandboxed child (judge.grade),
     with the cases and expected outputs computed once. grade_file is the only place that starts a
     grading: a pool of pre-started children can replace it without changing its callers."""
@@ -710,9 +710,9 @@ def run(args: argparse.Namespace, stop: _Stop, out: TextIO) -> int:
             torch.set_num_threads(1)  # tiny tensors: threads only spin against the other jobs
             progress = None
             try:
-                pool = Pool(spec, seed, jobs=jobs, backend=backend)
+                workers = Workers(spec, seed, jobs=jobs, backend=backend)
                 progress = Progress(len(todo), out, counting)
-                with closing(pool.map(((s, s.path) for s in todo), stop.event, warm=warm)) as reports:
+                with closing(workers.map(((s, s.path) for s in todo), stop.event, warm=warm)) as reports:
                     for submission, report in reports:
                         line = result_line(submission, hashes[submission.id], spec_sha256, report)
                         results.append(line)
@@ -724,8 +724,8 @@ def run(args: argparse.Namespace, stop: _Stop, out: TextIO) -> int:
                     progress.close()
                 if warm:
                     warm.close()
-            if pool.warm_note:
-                print(f"each submission was graded in a sandboxed child of its own: {pool.warm_note}", file=out)
+            if workers.warm_note:
+                print(f"each submission was graded in a sandboxed child of its own: {workers.warm_note}", file=out)
     finally:
         results.close()
 
