@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "tests" / "submissions"
 sys.path.insert(0, str(ROOT))
 
-from grader.batch import Workers  # noqa: E402
+from grader.batch.schedule import Workers  # noqa: E402
 from grader.spec import load_spec  # noqa: E402
 
 VERDICTS = ("accepted", "wrong_answer", "forbidden_api", "compile_error", "invalid_submission", "runtime_error", "time_limit_exceeded", "memory_limit_exceeded")

@@ -22,7 +22,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from grader import batch, judge, results
+from grader import judge, results
+from grader.batch.schedule import Workers, default_jobs, start_warm_pool
 from grader.cli import internal_error
 from grader.formats.json import to_json
 from grader.seeding import SeedRefused, secret_from
@@ -62,13 +63,13 @@ def _prepared(seed: str, public_only: bool) -> judge.Prepared:
     return judge.prepare(_spec(), seed, public_only)
 
 
-def _workers(seed: str | None, public_only: bool, jobs: int) -> batch.Workers:
+def _workers(seed: str | None, public_only: bool, jobs: int) -> Workers:
     try:
         secret = secret_from(_spec(), seed)
     except SeedRefused as error:
         raise ValueError(str(error)) from None
     resolved = secret or _spec().default_hidden_seed  # reports then carry the spec's warning about it
-    return batch.Workers(_spec(), resolved, jobs=jobs, public_only=public_only, prepared=_prepared(resolved, public_only))
+    return Workers(_spec(), resolved, jobs=jobs, public_only=public_only, prepared=_prepared(resolved, public_only))
 
 
 def _write(folder: Path, source: str | bytes) -> Path:
@@ -91,14 +92,14 @@ class Grader:
         # A broken set-up (the spec file, the reference, the grader's packages) is no caller's mistake and no
         # submission's: every report is then a grader_error saying so (setup_fault), never an exception here.
         self.setup_fault = ""
-        self._workers: batch.Workers | None = None
+        self._workers: Workers | None = None
         try:
-            self._workers = _workers(seed, public_only, jobs or batch.default_jobs())
+            self._workers = _workers(seed, public_only, jobs or default_jobs())
         except Exception as error:
             if not setup_fault(error):
                 raise
             self.setup_fault = internal_error(error)
-        self._warm, self.warm_note = batch.start_warm_pool(self._workers.spec, self._workers.backend) if warm and self._workers else (None, "")
+        self._warm, self.warm_note = start_warm_pool(self._workers.spec, self._workers.backend) if warm and self._workers else (None, "")
         self._folder = tempfile.TemporaryDirectory(prefix="mlm-grader-sources-")  # mode 0700: private
         self._numbers = itertools.count()  # each source its own folder, so that calls may overlap
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from grader.batch import Workers
+from grader.batch.schedule import Workers
 from grader.formats import FORMATS, Options, render
 from grader.formats.gradescope import to_gradescope
 from grader.formats.junit import render_junit
@@ -654,7 +654,9 @@ def every_report() -> dict[str, Report]:
 @pytest.mark.parametrize("mode", ["all_or_nothing", "per_case"])
 @pytest.mark.parametrize("points", [100.0, 10.0, 7.5])
 def test_the_gradebooks_points_are_the_gradescope_score(mode, points):
-    from grader.batch import Counting, Submission, csv_row, kept, result_line
+    from grader.batch.discovery import Submission
+    from grader.batch.gradebook import Counting, csv_row
+    from grader.batch.store import kept, result_line
 
     scoring = Scoring(mode, {"edge_shapes": 3.0} if mode == "per_case" else {})
     counting = Counting(scoring, points)

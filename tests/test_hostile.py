@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from grader import judge
-from grader.batch import Workers
+from grader.batch.schedule import Workers
 from grader.formats.json import to_json
 from grader.isolation import bubblewrap_works
 from grader.spec import load_spec

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.batch import Workers
+from grader.batch.schedule import Workers
 from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, make_cases
 from grader.expected import expected_for
 from grader.formats.json import to_json

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import batch, isolation, judge
+from grader import isolation, judge
+from grader.batch.schedule import Workers
 from grader.pool import PoolChild, WarmPool, pool_problem
 from grader.spec import load_spec
 from tests.grading import SUBMISSIONS, fast_spec
@@ -66,7 +67,7 @@ def honest(tmp_path: Path) -> Path:
 def grade(spec, prepared, warm, paths: list[Path], jobs: int = 1, restricted: bool = False) -> dict[str, object]:
     """Without the static check; as plain Python (the sandbox and the guard's operator checks
     alone) unless restricted (the capability layer on too)."""
-    workers = batch.Workers(spec, SEED, jobs=jobs, backend="bubblewrap", prepared=prepared, static_check=False, restricted=restricted)
+    workers = Workers(spec, SEED, jobs=jobs, backend="bubblewrap", prepared=prepared, static_check=False, restricted=restricted)
     reports = dict(workers.map(((path.stem.removeprefix(PREFIX), path) for path in paths), warm=warm))
     assert workers.warm_note == ""
     return reports
@@ -231,7 +232,7 @@ def test_a_server_that_dies_mid_grading_is_replaced_and_the_submission_graded_ag
 def server_dies_mid_grading(spec, prepared, warm, tmp_path):
     assert grade(spec, prepared, warm, [honest(tmp_path)])["honest"].verdict == "accepted"  # the server is up
     victim = attacker(tmp_path, "victim")  # four seconds at import: time to kill the server under it
-    workers = batch.Workers(spec, SEED, jobs=1, backend="bubblewrap", prepared=prepared, static_check=False, restricted=False)
+    workers = Workers(spec, SEED, jobs=1, backend="bubblewrap", prepared=prepared, static_check=False, restricted=False)
     killer = threading.Timer(1.5, lambda: os.killpg(warm.server.pid, 9))
     killer.start()
     report = dict(workers.map([("victim", victim)], warm=warm))["victim"]
@@ -250,7 +251,7 @@ def test_a_grading_that_asks_a_closed_pool_for_a_child_gets_one_of_its_own(spec,
     warm = WarmPool(spec)
     assert "warm pool" in grade(spec, prepared, warm, [honest(tmp_path)])["honest"].isolation  # its server was ready once
     warm.close()
-    workers = batch.Workers(spec, SEED, jobs=1, backend="bubblewrap", prepared=prepared, static_check=False, restricted=False)
+    workers = Workers(spec, SEED, jobs=1, backend="bubblewrap", prepared=prepared, static_check=False, restricted=False)
     report = dict(workers.map([("honest", honest(tmp_path))], warm=warm))["honest"]
     assert report.verdict == "accepted", report.message
     assert "warm pool" not in report.isolation and workers.warm_note == "the warm pool was closed"

@@ -4,7 +4,7 @@ secret)."""
 
 import pytest
 
-from grader.batch import Workers
+from grader.batch.schedule import Workers
 from grader.cases import make_cases
 from grader.formats.json import to_json
 from grader.results import Verdict

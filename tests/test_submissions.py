@@ -2,7 +2,7 @@
 
 The folder is the specification (as in ICPC problem packages): add a file to a folder and this
 test asserts its verdict. Forbidden routes must also be named in the message. The files are graded
-as one batch (grader/batch.py: through the warm pool where it keeps every wall), once for all test
+as one batch (grader/batch/schedule.py: through the warm pool where it keeps every wall), once for all test
 workers; tests/test_batch.py proves that a batch gives the verdicts of the single-file command,
 and tests/test_hostile.py grades the hostile files through the command line.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import Workers
+from grader.batch.schedule import Workers
 from grader.formats.json import to_json
 from grader.results import Verdict
 from grader.spec import load_spec
