@@ -6,10 +6,12 @@ import hashlib
 import os
 import signal
 import sys
+import threading
 import time
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from grader.batch.discovery import Submission, discover
 from grader.batch.exits import EXIT_USAGE, UsageError
@@ -17,18 +19,18 @@ from grader.batch.feedback import Feedback
 from grader.batch.gradebook import CSV_COLUMNS, Counting
 from grader.batch.progress import Progress
 from grader.batch.schedule import Workers, default_jobs, start_warm_pool
-from grader.batch.shards import in_shard, parse_shard
+from grader.batch.shards import keep_shard, parse_shard
 from grader.batch.stop import Stop
-from grader.batch.store import ResultsFile, file_sha256, is_current, not_graded_report, result_line
+from grader.batch.store import ResultsFile, Resume, not_graded_report
 from grader.batch.summary import conclude
 from grader.cli import internal_error, points_value
 from grader.formats import FORMATS, Options
 from grader.formats.gradescope import DEFAULT_HIDDEN_VISIBILITY, VISIBILITIES
 from grader.formats.points import DEFAULT_POINTS
 from grader.isolation import ISOLATION_LEVELS
-from grader.results import Verdict
+from grader.results import Report
 from grader.seeding import SeedRefused, take_seed
-from grader.spec import SPEC_PATH, SetupError, load_spec, seed_public_id, setup_fault
+from grader.spec import SPEC_PATH, SetupError, Spec, load_spec, seed_public_id, setup_fault
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -104,98 +106,169 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def run(args: argparse.Namespace, stop: Stop, out: TextIO) -> int:
-    try:
-        spec_bytes = args.spec.read_bytes()
-    except OSError as error:
-        raise SetupError(f"the spec file {args.spec} cannot be read ({error.strerror or error})") from None
-    spec = load_spec(args.spec.resolve())  # SetupError: the grader's set-up, reported by main()
+    """A batch, step by step. Every usage error comes before a line is written; a stop keeps every
+    finished line, and a rerun resumes from them."""
+    spec, spec_sha256 = read_spec(args.spec)
     counting = Counting(spec.scoring, args.points)
     shard = parse_shard(args.shard) if args.shard else None
+    outputs = own_outputs(args)
+    submissions, notes = find_submissions(args.paths, outputs, shard)
+    try:
+        seeding = take_seed(
+            spec, args.seed, args.isolation, program="grader batch", refuse_default=None if args.allow_default_seed else "a batch grades for real"
+        )
+    except SeedRefused as error:
+        raise UsageError(str(error)) from None
+    feedback = open_feedback(args, spec)
+    results = ResultsFile(args.out)
+    try:
+        say(notes + results.notes, out)
+        resume = Resume(results, submissions, seed_public_id(seeding.seed), spec_sha256)
+        todo = still_to_grade(resume, args.out, out)
+        record = Record(resume, feedback, out, counting)
+        record_not_graded([s for s in todo if s.not_graded], seeding.warnings, record)
+        todo = [s for s in todo if not s.not_graded]
+        jobs = jobs_for(args.jobs, seeding.backend, len(todo), out)
+        started = time.monotonic()
+        if todo and not stop.event.is_set():
+            say(grade(todo, spec, seeding.seed, seeding.backend, jobs, stop.event, record), out)
+    finally:
+        results.close()
+    done = resume.done()
+    if stop.signum is not None and len(done) < len(submissions):
+        return stopped(stop.signum, len(done), len(submissions), args.out, out)
+    if feedback:
+        complete_feedback(feedback, done, args, out)
+    where = f"{len(todo)} graded in {time.monotonic() - started:.1f}s ({jobs} at a time); results: {args.out}"
+    return conclude(done, where, args.csv, out, counting)
+
+
+# --- the steps of run(), in its order --------------------------------------------------------------
+
+
+def read_spec(path: Path) -> tuple[Spec, str]:
+    """The spec and the sha256 of its bytes (a line graded under another spec file is graded again)."""
+    try:
+        spec_bytes = path.read_bytes()
+    except OSError as error:
+        raise SetupError(f"the spec file {path} cannot be read ({error.strerror or error})") from None
+    spec = load_spec(path.resolve())  # SetupError: the grader's set-up, reported by main()
+    return spec, hashlib.sha256(spec_bytes).hexdigest()
+
+
+def own_outputs(args: argparse.Namespace) -> list[Path]:
+    """The batch's own files (--out, --csv, --feedback), never submissions; the folders of --csv
+    and --feedback must exist."""
     for target, option in ((args.csv, "--csv"), (args.feedback, "--feedback")):
         if target is not None and not target.resolve().parent.is_dir():
             raise UsageError(f"{option} {target}: no such folder {target.parent}")
-    outputs = [path for path in (args.out, args.csv, args.feedback) if path is not None]
-    submissions, notes = discover(args.paths, outputs)
+    return [path for path in (args.out, args.csv, args.feedback) if path is not None]
+
+
+def find_submissions(paths: list[Path], outputs: list[Path], shard: tuple[int, int] | None) -> tuple[list[Submission], list[str]]:
+    """The submissions of this run (those of its shard), and the notes to print about them."""
+    submissions, notes = discover(paths, outputs)
     if shard:
-        kept_ = [s for s in submissions if in_shard(s.id, *shard)]
-        notes.append(f"shard {shard[0]}/{shard[1]}: {len(kept_)} of {len(submissions)} submissions")
-        submissions = kept_
-    refuse_default = None if args.allow_default_seed else "a batch grades for real"
-    try:
-        seeding = take_seed(spec, args.seed, args.isolation, program="grader batch", refuse_default=refuse_default)
-    except SeedRefused as error:
-        raise UsageError(str(error)) from None
-    backend, seed = seeding.backend, seeding.seed
-    seed_id, spec_sha256 = seed_public_id(seed), hashlib.sha256(spec_bytes).hexdigest()
+        submissions, note = keep_shard(submissions, *shard)
+        notes.append(note)
+    return submissions, notes
+
+
+def open_feedback(args: argparse.Namespace, spec: Spec) -> Feedback | None:
+    """The --feedback folder, made now (before anything is graded); None without --feedback."""
+    if args.feedback is None:
+        return None
     options = Options(points=args.points, hidden_visibility=args.hidden_visibility, gradable_compile_errors=args.gradable_compile_errors, verbose=args.verbose)
-    feedback = Feedback(args.feedback, args.format, spec, options) if args.feedback else None
-    results = ResultsFile(args.out)
+    return Feedback(args.feedback, args.format, spec, options)
+
+
+def say(notes: list[str], out: TextIO) -> None:
+    for note in notes:
+        print(note, file=out)
+
+
+def still_to_grade(resume: Resume, results_path: Path, out: TextIO) -> list[Submission]:
+    """The submissions no line of the results file grades yet; how many were skipped."""
+    todo = resume.todo()
+    if len(todo) < len(resume.submissions):
+        skipped = len(resume.submissions) - len(todo)
+        print(f"skipped {skipped} submissions already graded in {results_path} (same file, seed, spec and grader version)", file=out)
+    return todo
+
+
+class Record:
+    """Where each report goes as soon as it is known: its line in the results file, its --feedback
+    file, and the progress shown while submissions are graded."""
+
+    def __init__(self, resume: Resume, feedback: Feedback | None, out: TextIO, counting: Counting) -> None:
+        self.resume, self.feedback, self.out, self.counting = resume, feedback, out, counting
+        self.progress: Progress | None = None
+
+    def __call__(self, submission: Submission, report: Report) -> None:
+        line = self.resume.append(submission, report)
+        if self.feedback:
+            self.feedback.write(submission.id, report)
+        if self.progress:
+            self.progress.update(submission.id, line)
+
+    @contextmanager
+    def showing_progress(self, total: int) -> Iterator[None]:
+        self.progress = Progress(total, self.out, self.counting)
+        try:
+            yield
+        finally:
+            self.progress.close()
+            self.progress = None
+
+
+def record_not_graded(submissions: list[Submission], warnings: list[str], record: Record) -> None:
+    """An entry with nothing to grade gets its line at once: no child, nothing to wait for."""
+    for submission in submissions:
+        report = not_graded_report(submission, record.resume.seed_id)
+        report.warnings = list(warnings)
+        record(submission, report)
+
+
+def jobs_for(requested: int, backend: str, count: int, out: TextIO) -> int:
+    """Gradings at once: --jobs, no more than the submissions to grade, and one under uid isolation."""
+    if backend == "uid" and requested > 1:
+        print("uid isolation: grading one submission at a time (the runner user's processes are ended after each)", file=out)
+    return 1 if backend == "uid" else min(requested, max(1, count))
+
+
+def grade(todo: list[Submission], spec: Spec, seed: str, backend: str, jobs: int, stop: threading.Event, record: Record) -> list[str]:
+    """Grade `todo` `jobs` at a time (schedule.py), recording each report as it is known, until done
+    or stopped; a note when the submissions could not be graded through the warm pool."""
+    # The warm pool's server imports torch while the grader does and prepares the cases.
+    warm, _ = start_warm_pool(spec, backend)  # without one, map() tries once more and says why
+    import torch
+
+    torch.set_num_threads(1)  # tiny tensors: threads only spin against the other jobs
     try:
-        for note in notes + results.notes:
-            print(note, file=out)
-        hashes = {s.id: None if s.not_graded else file_sha256(s.path) for s in submissions}
-
-        def current(s: Submission) -> bool:
-            return is_current(results.latest.get(s.id), hashes[s.id], seed_id, spec_sha256, s.not_graded)
-
-        todo = [s for s in submissions if not current(s)]
-        if len(todo) < len(submissions):
-            print(f"skipped {len(submissions) - len(todo)} submissions already graded in {args.out} (same file, seed, spec and grader version)", file=out)
-        # An entry with nothing to grade gets its line at once: no child, nothing to wait for.
-        for submission in [s for s in todo if s.not_graded]:
-            report = not_graded_report(submission, seed_id)
-            report.warnings = list(seeding.warnings)
-            results.append(result_line(submission, None, spec_sha256, report))
-            if feedback:
-                feedback.write(submission.id, report)
-        todo = [s for s in todo if not s.not_graded]
-        jobs = 1 if backend == "uid" else min(args.jobs, max(1, len(todo)))
-        if backend == "uid" and args.jobs > 1:
-            print("uid isolation: grading one submission at a time (the runner user's processes are ended after each)", file=out)
-        started = time.monotonic()
-        if todo and not stop.event.is_set():
-            # The warm pool's server imports torch while the grader does and prepares the cases.
-            warm, _ = start_warm_pool(spec, backend)  # without one, map() tries once more and says why
-            import torch
-
-            torch.set_num_threads(1)  # tiny tensors: threads only spin against the other jobs
-            progress = None
-            try:
-                workers = Workers(spec, seed, jobs=jobs, backend=backend)
-                progress = Progress(len(todo), out, counting)
-                with closing(workers.map(((s, s.path) for s in todo), stop.event, warm=warm)) as reports:
-                    for submission, report in reports:
-                        line = result_line(submission, hashes[submission.id], spec_sha256, report)
-                        results.append(line)
-                        if feedback:
-                            feedback.write(submission.id, report)
-                        progress.update(submission.id, line)
-            finally:
-                if progress:
-                    progress.close()
-                if warm:
-                    warm.close()
-            if workers.warm_note:
-                print(f"each submission was graded in a sandboxed child of its own: {workers.warm_note}", file=out)
+        workers = Workers(spec, seed, jobs=jobs, backend=backend)
+        with record.showing_progress(len(todo)), closing(workers.map(((s, s.path) for s in todo), stop, warm=warm)) as reports:
+            for submission, report in reports:
+                record(submission, report)
     finally:
-        results.close()
+        if warm:
+            warm.close()
+    return [f"each submission was graded in a sandboxed child of its own: {workers.warm_note}"] if workers.warm_note else []
 
-    # The last line of each id counts; a grader_error line counts too, until a rerun retries it.
-    done = {
-        s.id: results.latest[s.id] for s in submissions if s.id in results.latest and (results.latest[s.id]["verdict"] == Verdict.GRADER_ERROR or current(s))
-    }
-    if stop.signum is not None and len(done) < len(submissions):
-        print(
-            f"stopped by {signal.Signals(stop.signum).name}: {len(done)} of {len(submissions)} submissions are graded in {args.out}; "
-            f"run the same command again to grade the other {len(submissions) - len(done)}",
-            file=out,
-        )
-        return 128 + stop.signum
-    if feedback:
-        earlier = feedback.complete(args.out, done)
-        print(f"feedback: {len(done)} files in {args.feedback} ({args.format}; {earlier} of them from earlier runs' results)", file=out)
-    where = f"{len(todo)} graded in {time.monotonic() - started:.1f}s ({jobs} at a time); results: {args.out}"
-    return conclude(done, where, args.csv, out, counting)
+
+def stopped(signum: int, graded: int, total: int, results_path: Path, out: TextIO) -> int:
+    """A batch stopped by a signal before its end: what is graded, how to resume; 128 + the signal."""
+    print(
+        f"stopped by {signal.Signals(signum).name}: {graded} of {total} submissions are graded in {results_path}; "
+        f"run the same command again to grade the other {total - graded}",
+        file=out,
+    )
+    return 128 + signum
+
+
+def complete_feedback(feedback: Feedback, done: dict[str, dict[str, Any]], args: argparse.Namespace, out: TextIO) -> None:
+    """The feedback file of every submission, those graded by earlier runs too."""
+    earlier = feedback.complete(args.out, done)
+    print(f"feedback: {len(done)} files in {args.feedback} ({args.format}; {earlier} of them from earlier runs' results)", file=out)
 
 
 def main(argv: list[str]) -> int:

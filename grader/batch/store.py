@@ -124,3 +124,31 @@ def is_current(line: dict[str, Any] | None, sha256: str | None, seed_id: str, sp
     else:
         same_entry = sha256 is not None and line.get("sha256") == sha256 and not line.get("not_graded")
     return same_entry and (line.get("seed_id"), line.get("grader_version"), line.get("spec_sha256")) == (seed_id, __version__, spec_sha256)
+
+
+class Resume:
+    """The results file as one run sees it: which submissions a line already grades (is_current),
+    the line of each new report, and at the end the line that counts for each submission."""
+
+    def __init__(self, results: ResultsFile, submissions: list[Submission], seed_id: str, spec_sha256: str) -> None:
+        self.results, self.submissions, self.seed_id, self.spec_sha256 = results, submissions, seed_id, spec_sha256
+        self.hashes = {s.id: None if s.not_graded else file_sha256(s.path) for s in submissions}
+
+    def current(self, submission: Submission) -> bool:
+        return is_current(self.results.latest.get(submission.id), self.hashes[submission.id], self.seed_id, self.spec_sha256, submission.not_graded)
+
+    def todo(self) -> list[Submission]:
+        """The submissions that no line grades yet (a grader_error line is retried)."""
+        return [s for s in self.submissions if not self.current(s)]
+
+    def append(self, submission: Submission, report: Report) -> dict[str, Any]:
+        """The line of a report, appended to the results file now."""
+        line = result_line(submission, self.hashes[submission.id], self.spec_sha256, report)
+        self.results.append(line)
+        return line
+
+    def done(self) -> dict[str, dict[str, Any]]:
+        """The line that counts for each submission: the last of its id; a grader_error line counts
+        too, until a rerun retries it."""
+        latest = self.results.latest
+        return {s.id: latest[s.id] for s in self.submissions if s.id in latest and (latest[s.id]["verdict"] == Verdict.GRADER_ERROR or self.current(s))}
