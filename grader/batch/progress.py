@@ -1,4 +1,4 @@
-"""Progress while a batch grades: a bar on a terminal, elsewhere one line per submission."""
+"""What a batch shows while it grades: one update per finished submission, its verdict and points."""
 
 import sys
 from collections import Counter
