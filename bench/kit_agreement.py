@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "tests" / "submissions"
 sys.path.insert(0, str(ROOT))
 
-from grader.batch import Pool  # noqa: E402
+from grader.batch.schedule import Workers  # noqa: E402
 from grader.spec import load_spec  # noqa: E402
 
 VERDICTS = ("accepted", "wrong_answer", "forbidden_api", "compile_error", "invalid_submission", "runtime_error", "time_limit_exceeded", "memory_limit_exceeded")
@@ -37,7 +37,7 @@ def main(jobs: int) -> int:
             archive.extractall(folder)
         kit = folder / "mlm-tied-head-kit"
         spec = load_spec()
-        public = Pool(spec, spec.default_hidden_seed, jobs=jobs, public_only=True)  # as `python -m grader --public` grades
+        public = Workers(spec, spec.default_hidden_seed, jobs=jobs, public_only=True)  # as `python -m grader --public` grades
         grader = {path: report.verdict.value for path, report in public.map((path, path) for path in files)}
 
         def check(path: Path) -> subprocess.CompletedProcess:

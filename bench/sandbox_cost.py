@@ -14,7 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader.isolation import bubblewrap_command, bubblewrap_works, take_box_uid, unshare_net_works  # noqa: E402
+from grader.sandbox.boxes import take_box_uid  # noqa: E402
+from grader.sandbox.bubblewrap import bubblewrap_command, bubblewrap_works  # noqa: E402
+from grader.sandbox.process import unshare_net_works  # noqa: E402
 
 
 def seconds(command: list[str]) -> float:

@@ -22,7 +22,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from grader import batch, judge, results
+from grader import judge, results
+from grader.batch.schedule import Workers, default_jobs, start_warm_pool
 from grader.faults import internal_error
 from grader.formats.json import to_json
 from grader.seeding import SeedRefused, secret_from
@@ -62,13 +63,13 @@ def _prepared(seed: str, public_only: bool) -> judge.Prepared:
     return judge.prepare(_spec(), seed, public_only)
 
 
-def _pool(seed: str | None, public_only: bool, jobs: int) -> batch.Pool:
+def _workers(seed: str | None, public_only: bool, jobs: int) -> Workers:
     try:
         secret = secret_from(_spec(), seed)
     except SeedRefused as error:
         raise ValueError(str(error)) from None
     resolved = secret or _spec().default_hidden_seed  # reports then carry the spec's warning about it
-    return batch.Pool(_spec(), resolved, jobs=jobs, public_only=public_only, prepared=_prepared(resolved, public_only))
+    return Workers(_spec(), resolved, jobs=jobs, public_only=public_only, prepared=_prepared(resolved, public_only))
 
 
 def _write(folder: Path, source: str | bytes) -> Path:
@@ -91,14 +92,14 @@ class Grader:
         # A broken set-up (the spec file, the reference, the grader's packages) is no caller's mistake and no
         # submission's: every report is then a grader_error saying so (setup_fault), never an exception here.
         self.setup_fault = ""
-        self._pool: batch.Pool | None = None
+        self._workers: Workers | None = None
         try:
-            self._pool = _pool(seed, public_only, jobs or batch.default_jobs())
+            self._workers = _workers(seed, public_only, jobs or default_jobs())
         except Exception as error:
             if not setup_fault(error):
                 raise
             self.setup_fault = internal_error(error)
-        self._warm, self.warm_note = batch.start_warm_pool(self._pool.spec, self._pool.backend) if warm and self._pool else (None, "")
+        self._warm, self.warm_note = start_warm_pool(self._workers.spec, self._workers.backend) if warm and self._workers else (None, "")
         self._folder = tempfile.TemporaryDirectory(prefix="mlm-grader-sources-")  # mode 0700: private
         self._numbers = itertools.count()  # each source its own folder, so that calls may overlap
 
@@ -129,11 +130,11 @@ class Grader:
     def grade(self, source: str | bytes) -> Report:
         """The report of one submission's source text (report.submission is "<source>")."""
         own = self._own_folder()
-        if self._pool is None:
+        if self._workers is None:
             shutil.rmtree(own, ignore_errors=True)
             return Report.of(self._fault("<source>"), "")
         try:
-            report = self._pool.grade_file(_write(own, source), warm=self._warm)
+            report = self._workers.grade_file(_write(own, source), warm=self._warm)
         finally:
             shutil.rmtree(own, ignore_errors=True)
         report.submission = "<source>"
@@ -145,18 +146,18 @@ class Grader:
         position ("0", "1", ...). Sources are read from `sources` only as a job frees up; stopping
         the iteration early ends the running gradings."""
         keyed = sources.items() if isinstance(sources, Mapping) else ((str(i), s) for i, s in enumerate(sources))
-        if self._pool is None:
+        if self._workers is None:
             for key, _ in keyed:
                 yield Report.of(self._fault(f"<source {key}>"), str(key))
             return
-        pool = self._pool
+        workers = self._workers
 
         def files() -> Iterator[tuple[tuple[str, Path], Path]]:
             for key, source in keyed:
                 own = self._own_folder()
                 yield (str(key), own), _write(own, source)
 
-        for (key, own), report in pool.map(files(), warm=self._warm):
+        for (key, own), report in workers.map(files(), warm=self._warm):
             shutil.rmtree(own, ignore_errors=True)  # only the sources being graded are on disk
             report.submission = f"<source {key}>"
             yield Report.of(report, key)

@@ -1,5 +1,5 @@
 """Command line: python -m grader SUBMISSION [--public] [--format F] [--output FILE] [--seed S];
-python -m grader batch PATH... for many submissions (grader/batch.py); python -m grader merge SHARD.jsonl...
+python -m grader batch PATH... for many submissions (grader/batch/); python -m grader merge SHARD.jsonl...
 to join a batch's shards (grader/merge.py)."""
 
 import argparse
@@ -140,9 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     is a grader_error report in the requested format (exit status 2)."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["batch"]:
-        from grader import batch
+        from grader.batch import command
 
-        return batch.main(argv[1:])
+        return command.main(argv[1:])
     if argv[:1] == ["merge"]:
         from grader import merge
 

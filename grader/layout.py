@@ -1,6 +1,6 @@
 """Which file of a submission folder is graded, and what a class folder holds.
 
-Used by `python -m grader batch` (grader/batch.py) and by the platform wrappers
+Used by `python -m grader batch` (grader/batch/discovery.py) and by the platform wrappers
 (deploy/platform_grade.py), so that a folder is read the same way everywhere. Only the standard
 library: the wrappers import this module even where the grader's dependencies do not import.
 

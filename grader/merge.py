@@ -17,7 +17,10 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from grader.batch import CSV_COLUMNS, EXIT_USAGE, Counting, UsageError, conclude, kept
+from grader.batch.exits import EXIT_USAGE, UsageError
+from grader.batch.gradebook import CSV_COLUMNS, Counting
+from grader.batch.store import kept
+from grader.batch.summary import conclude
 from grader.formats.points import DEFAULT_POINTS, points_value
 from grader.results import Verdict
 from grader.spec import SPEC_PATH, load_spec

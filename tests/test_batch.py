@@ -17,7 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from grader import batch, judge
+from grader import judge
+from grader.batch.command import parse_args, run
+from grader.batch.discovery import discover
+from grader.batch.exits import UsageError
+from grader.batch.gradebook import Counting, write_csv
+from grader.batch.stop import Stop
+from grader.batch.store import ResultsFile
+from grader.sandbox.backends import choose_backend
 from grader.sandbox.zygote import zygote_problem
 from grader.spec import Scoring
 from tests.grading import ROOT, SUBMISSIONS, grade_json, run_grader
@@ -49,7 +56,7 @@ def lines_of(path: Path) -> list[dict]:
 def run_in_process(*argv: str) -> tuple[int, str]:
     """The batch command in this process (no signal handlers: tests may not run on the main thread)."""
     out = io.StringIO()
-    status = batch.run(batch.parse_args([*argv, "--allow-default-seed"]), batch._Stop(), out)
+    status = run(parse_args([*argv, "--allow-default-seed"]), Stop(), out)
     return status, out.getvalue()
 
 
@@ -83,7 +90,7 @@ def test_batch_gives_the_verdicts_of_the_single_file_command(tmp_path):
         assert line["submission"] == str(path) and line["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
         assert line["grader_version"] == alone["versions"]["grader"]
     assert {Path(name).parent.name for name in ONE_OF_EACH} == {line["verdict"] for line in lines}
-    if zygote_problem(batch.choose_backend("auto", secret_seed=True)) is None:  # then the batch graded through the warm pool
+    if zygote_problem(choose_backend("auto", secret_seed=True)) is None:  # then the batch graded through the warm pool
         assert all("warm pool" in line["isolation"] for line in lines if line["cases"])  # (a file refused before any case has no child)
         assert not any("warm pool" in alone["isolation"] for alone in single.values())
     with open(gradebook) as f:
@@ -185,14 +192,14 @@ def test_shards_together_grade_every_submission_once(tmp_path):
 
 @pytest.mark.parametrize("shard", ["3/3", "-1/3", "1", "a/b", "0/0"])
 def test_a_bad_shard_is_a_usage_error(tmp_path, shard):
-    with pytest.raises(batch.UsageError, match="INDEX/COUNT"):
+    with pytest.raises(UsageError, match="INDEX/COUNT"):
         run_in_process(str(syntax_errors(tmp_path / "class", 2)), f"--shard={shard}", "--out", str(tmp_path / "r.jsonl"))
 
 
 def test_layouts(tmp_path):
     files = syntax_errors(tmp_path / "files", 3)
     (files / "notes.txt").write_text("not a submission")
-    found, notes = batch.discover([files])
+    found, notes = discover([files])
     assert [s.id for s in found] == ["notes", "student00", "student01", "student02"] and "one file per submission" in notes[0]
     assert [bool(s.not_graded) for s in found] == [True, False, False, False] and "1 not graded" in notes[0]
 
@@ -200,11 +207,11 @@ def test_layouts(tmp_path):
     for name in ("bob", "alice"):
         (folders / name).mkdir(parents=True)
         (folders / name / "solution.py").write_text("x = 1\n")
-    found, notes = batch.discover([folders])
+    found, notes = discover([folders])
     assert [(s.id, s.path) for s in found] == [("alice", folders / "alice" / "solution.py"), ("bob", folders / "bob" / "solution.py")]
     assert "one folder per submission" in notes[0]
     # a solution.py named directly takes its folder's name, so a shell glob gives the same ids
-    assert [s.id for s in batch.discover(sorted(folders.glob("*/solution.py")))[0]] == ["alice", "bob"]
+    assert [s.id for s in discover(sorted(folders.glob("*/solution.py")))[0]] == ["alice", "bob"]
 
 
 def test_a_folder_mixing_layouts_is_refused(tmp_path):
@@ -224,14 +231,14 @@ def test_what_names_no_submission_or_two_alike_is_refused(tmp_path, make):
         for side in ("a", "b"):
             (tmp_path / side / "same.py").write_text("x = 1\n")
     paths = [tmp_path / "a", tmp_path / "b"] if make != "missing" else [tmp_path / "nowhere"]
-    with pytest.raises(batch.UsageError, match={"empty": "holds no submission", "duplicate": "two submissions have the id 'same'", "missing": "no such"}[make]):
-        batch.discover(paths)
+    with pytest.raises(UsageError, match={"empty": "holds no submission", "duplicate": "two submissions have the id 'same'", "missing": "no such"}[make]):
+        discover(paths)
 
 
 def test_an_unfinished_last_line_is_removed_and_the_file_stays_valid(tmp_path):
     out = tmp_path / "results.jsonl"
     out.write_text(json.dumps({"id": "a", "verdict": "accepted"}) + "\n" + '{"id": "b", "verd')
-    results = batch.ResultsFile(out)
+    results = ResultsFile(out)
     assert set(results.latest) == {"a"} and "unfinished last line" in results.notes[0]
     results.append({"id": "b", "verdict": "wrong_answer"})
     results.close()
@@ -239,10 +246,10 @@ def test_an_unfinished_last_line_is_removed_and_the_file_stays_valid(tmp_path):
 
 
 def test_a_second_batch_on_the_same_results_file_is_refused(tmp_path):
-    first = batch.ResultsFile(tmp_path / "results.jsonl")
+    first = ResultsFile(tmp_path / "results.jsonl")
     try:
-        with pytest.raises(batch.UsageError, match="another batch is writing"):
-            batch.ResultsFile(tmp_path / "results.jsonl")
+        with pytest.raises(UsageError, match="another batch is writing"):
+            ResultsFile(tmp_path / "results.jsonl")
     finally:
         first.close()
 
@@ -274,10 +281,10 @@ def test_a_grader_fault_is_a_grader_error_line_and_the_batch_goes_on(tmp_path, m
 def test_a_batch_needs_a_secret_seed_unless_told_to_use_the_local_one(tmp_path, monkeypatch):
     monkeypatch.delenv("MLM_GRADER_SEED", raising=False)
     folder, out = syntax_errors(tmp_path / "class", 2), tmp_path / "results.jsonl"
-    with pytest.raises(batch.UsageError, match="needs a secret seed: set MLM_GRADER_SEED"):
-        batch.run(batch.parse_args([str(folder), "--out", str(out)]), batch._Stop(), io.StringIO())
-    with pytest.raises(batch.UsageError, match="--seed is empty"):
-        batch.run(batch.parse_args([str(folder), "--out", str(out), "--seed="]), batch._Stop(), io.StringIO())
+    with pytest.raises(UsageError, match="needs a secret seed: set MLM_GRADER_SEED"):
+        run(parse_args([str(folder), "--out", str(out)]), Stop(), io.StringIO())
+    with pytest.raises(UsageError, match="--seed is empty"):
+        run(parse_args([str(folder), "--out", str(out), "--seed="]), Stop(), io.StringIO())
     assert not out.exists()
     status, _ = run_in_process(str(folder), "--out", str(out))  # with --allow-default-seed
     assert status == 0 and all("fixed local seed" in line["warnings"][0] for line in lines_of(out))
@@ -291,7 +298,7 @@ def test_the_gradebook_never_holds_a_formula_or_a_raw_control_character(tmp_path
     ids = [*FORMULAS, "plain", "nasty\x1b[2K\ud800"]
     path = tmp_path / "grades.csv"
     done = {i: {"id": i, "verdict": "runtime_error", "message": i, "cases": []} for i in ids}
-    batch.write_csv(path, done, batch.Counting(Scoring()))
+    write_csv(path, done, Counting(Scoring()))
     rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"))))[1:]
     expected = ["'" + i for i in FORMULAS[:5]] + ["'\\x0dreturn", "plain", "nasty\\x1b[2K\ufffd"]
     assert [row[0] for row in rows] == expected

@@ -159,20 +159,21 @@ def test_a_child_that_never_starts_is_a_grader_error_never_the_candidates(monkey
 
 
 def test_a_broken_set_up_stops_a_batch_with_grader_error_and_blames_no_submission(tmp_path, monkeypatch, capsys):
-    from grader import batch, cases
+    from grader import cases
+    from grader.batch import command
 
     folder = tmp_path / "class"
     folder.mkdir()
     (folder / "alice.py").write_bytes(CORRECT.read_bytes())
     out = tmp_path / "results.jsonl"
     arguments = [str(folder), "--out", str(out), "--csv", str(tmp_path / "grades.csv"), "--jobs", "1", "--isolation", "process", "--allow-default-seed"]
-    assert batch.main([*arguments, "--spec", str(broken_spec_file(tmp_path))]) == 2
+    assert command.main([*arguments, "--spec", str(broken_spec_file(tmp_path))]) == 2
     err = capsys.readouterr().err
     assert "grader_error: the grader's set-up is broken, so no submission was graded and none is blamed" in err, err
     assert "cannot be used (TOMLDecodeError" in err and "Traceback" not in err
     assert not out.exists() or out.read_text() == ""  # no line a rerun would have to take back
     monkeypatch.setattr(cases, "hidden_module", lambda name: (_ for _ in ()).throw(MissingReference(f"no {name} (simulated)", name=name)))
-    assert batch.main(arguments) == 2
+    assert command.main(arguments) == 2
     err = capsys.readouterr().err
     assert "grader_error: the grader's set-up is broken" in err and "no reference.mlm (simulated)" in err and "Traceback" not in err
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from grader.batch import Pool
+from grader.batch.schedule import Workers
 from grader.formats import FORMATS, Options, render
 from grader.formats.gradescope import to_gradescope
 from grader.formats.junit import render_junit
@@ -167,7 +167,7 @@ def reports() -> dict[str, Report]:
     """Every file's report, graded once per test worker as a batch (tests/test_batch.py: a batch's
     reports are those of the command line), hints and warnings as the command line sets them."""
     spec = load_spec()
-    return dict(Pool(spec, SEED, jobs=2).map(FILES.items()))
+    return dict(Workers(spec, SEED, jobs=2).map(FILES.items()))
 
 
 def rendered(name: str, fmt: str) -> str:
@@ -595,7 +595,7 @@ def leaker_report() -> Report:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "leaker.py"
         path.write_text(LEAKER)
-        [(_, report)] = Pool(load_spec(), SEED, jobs=1).map([("leaker", path)])
+        [(_, report)] = Workers(load_spec(), SEED, jobs=1).map([("leaker", path)])
     return report
 
 
@@ -654,7 +654,9 @@ def every_report() -> dict[str, Report]:
 @pytest.mark.parametrize("mode", ["all_or_nothing", "per_case"])
 @pytest.mark.parametrize("points", [100.0, 10.0, 7.5])
 def test_the_gradebooks_points_are_the_gradescope_score(mode, points):
-    from grader.batch import Counting, Submission, csv_row, kept, result_line
+    from grader.batch.discovery import Submission
+    from grader.batch.gradebook import Counting, csv_row
+    from grader.batch.store import kept, result_line
 
     scoring = Scoring(mode, {"edge_shapes": 3.0} if mode == "per_case" else {})
     counting = Counting(scoring, points)

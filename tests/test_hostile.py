@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from grader import judge
-from grader.batch import Pool
+from grader.batch.schedule import Workers
 from grader.formats.json import to_json
 from grader.sandbox.bubblewrap import bubblewrap_works
 from grader.spec import load_spec
@@ -120,7 +120,7 @@ def graded_with_every_wall(tmp_path_factory: pytest.TempPathFactory) -> dict[str
     once for the whole run (tests/grading.py shared_once)."""
 
     def grade_all() -> dict[str, dict]:
-        graded = Pool(load_spec(), SECRET, jobs=2).map((f"{p.parent.name}/{p.stem}", p) for p in HOSTILE)
+        graded = Workers(load_spec(), SECRET, jobs=2).map((f"{p.parent.name}/{p.stem}", p) for p in HOSTILE)
         return {name: to_json(report) for name, report in graded}
 
     return shared_once(tmp_path_factory, "hostile-every-wall", grade_all)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.batch import Pool
+from grader.batch.schedule import Workers
 from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, make_cases
 from grader.expected import expected_for
 from grader.formats.json import to_json
@@ -226,7 +226,7 @@ def test_check_agrees_with_the_grader_on_the_public_cases(kit: Path, tmp_path: P
         checks = list(threads.map(lambda path: check(kit, str(path)), [*accepted, *rejected]))
     # The grader's --public reports, graded as a batch (tests/test_batch.py: a batch's reports are
     # those of the single-file command).
-    graded = dict(Pool(SPEC, SPEC.default_hidden_seed, jobs=2, public_only=True).map((path, path) for path in rejected))
+    graded = dict(Workers(SPEC, SPEC.default_hidden_seed, jobs=2, public_only=True).map((path, path) for path in rejected))
 
     for path, run in zip(accepted, checks[: len(accepted)], strict=True):
         assert run.returncode == 0, (path.name, run.stdout, run.stderr)

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import batch, merge
+from grader import merge
+from grader.batch.command import parse_args, run
+from grader.batch.exits import UsageError
+from grader.batch.stop import Stop
 from tests.grading import run_grader
 from tests.test_batch import lines_of, run_in_process, syntax_errors
 
@@ -81,7 +84,7 @@ def test_shards_of_different_gradings_are_refused(tmp_path, key, what):
     lines[0][key] = "something-else"
     files[1].write_text("".join(json.dumps(line) + "\n" for line in lines))
     out = tmp_path / "results.jsonl"
-    with pytest.raises(batch.UsageError, match=f"different {what}: {files[1]}:1 has {key} 'something-else' but {files[0]}:1 has"):
+    with pytest.raises(UsageError, match=f"different {what}: {files[1]}:1 has {key} 'something-else' but {files[0]}:1 has"):
         merged(files, out)
     assert not out.exists()
 
@@ -90,8 +93,8 @@ def test_shards_graded_with_different_secret_seeds_are_refused_from_the_command_
     folder = syntax_errors(tmp_path / "class", 6)
     files = [tmp_path / "shard-0.jsonl", tmp_path / "shard-1.jsonl"]
     for index, seed in enumerate(["one-secret", "another-secret"]):
-        args = batch.parse_args([str(folder), "--shard", f"{index}/2", "--out", str(files[index]), "--seed", seed])
-        assert batch.run(args, batch._Stop(), io.StringIO()) == 0
+        args = parse_args([str(folder), "--shard", f"{index}/2", "--out", str(files[index]), "--seed", seed])
+        assert run(args, Stop(), io.StringIO()) == 0
     out = tmp_path / "results.jsonl"
     result = run_grader("merge", *map(str, files), "--out", str(out))
     assert result.returncode == 2 and "grader merge: different seeds" in result.stderr and "Traceback" not in result.stderr
@@ -103,11 +106,11 @@ def test_a_submission_in_two_files_is_refused_naming_it(tmp_path):
     copy = tmp_path / "copy.jsonl"
     copy.write_text(files[0].read_text())
     first = lines_of(files[0])[0]["id"]
-    with pytest.raises(batch.UsageError, match=f"submission '{first}' is in two files \\({files[0]}:1 and {copy}:1\\)"):
+    with pytest.raises(UsageError, match=f"submission '{first}' is in two files \\({files[0]}:1 and {copy}:1\\)"):
         merged([*files, copy], tmp_path / "results.jsonl")
-    with pytest.raises(batch.UsageError, match="is given twice"):
+    with pytest.raises(UsageError, match="is given twice"):
         merged([files[0], files[0]], tmp_path / "results.jsonl")
-    with pytest.raises(batch.UsageError, match="is one of the shard files"):
+    with pytest.raises(UsageError, match="is one of the shard files"):
         merged(files, files[0])
 
 
@@ -125,7 +128,7 @@ def test_a_malformed_line_is_refused_with_its_file_and_line(tmp_path, bad, messa
     with open(files[2], "a") as f:
         f.write(bad + "\n")
     out = tmp_path / "results.jsonl"
-    with pytest.raises(batch.UsageError, match="^" + re.escape(f"{files[2]}:{count + 1}: {message}")):
+    with pytest.raises(UsageError, match="^" + re.escape(f"{files[2]}:{count + 1}: {message}")):
         merged(files, out)
     assert not out.exists()
 
@@ -134,7 +137,7 @@ def test_a_line_with_a_wrong_verdict_or_score_is_refused(tmp_path):
     _, files = graded_in_shards(tmp_path)
     line = lines_of(files[0])[0]
     files[0].write_text(json.dumps(line | {"verdict": "great", "score": "1"}) + "\n")
-    with pytest.raises(batch.UsageError, match=f"{files[0]}:1: not a result of the grader \\(missing or invalid: verdict, score\\)"):
+    with pytest.raises(UsageError, match=f"{files[0]}:1: not a result of the grader \\(missing or invalid: verdict, score\\)"):
         merged(files, tmp_path / "results.jsonl")
 
 

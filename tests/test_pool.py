@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import batch, judge
+from grader import judge
+from grader.batch.schedule import Workers
 from grader.child import walls
 from grader.sandbox import boxes, bubblewrap, seccomp
 from grader.sandbox.zygote import Zygote, ZygoteChild, zygote_problem
@@ -68,9 +69,9 @@ def honest(tmp_path: Path) -> Path:
 def grade(spec, prepared, warm, paths: list[Path], jobs: int = 1, restricted: bool = False) -> dict[str, object]:
     """Without the static check; as plain Python (the sandbox and the guard's operator checks
     alone) unless restricted (the capability layer on too)."""
-    pool = batch.Pool(spec, SEED, jobs=jobs, backend="bubblewrap", prepared=prepared, static_check=False, restricted=restricted)
-    reports = dict(pool.map(((path.stem.removeprefix(PREFIX), path) for path in paths), warm=warm))
-    assert pool.warm_note == ""
+    workers = Workers(spec, SEED, jobs=jobs, backend="bubblewrap", prepared=prepared, static_check=False, restricted=restricted)
+    reports = dict(workers.map(((path.stem.removeprefix(PREFIX), path) for path in paths), warm=warm))
+    assert workers.warm_note == ""
     return reports
 
 
@@ -233,10 +234,10 @@ def test_a_server_that_dies_mid_grading_is_replaced_and_the_submission_graded_ag
 def server_dies_mid_grading(spec, prepared, warm, tmp_path):
     assert grade(spec, prepared, warm, [honest(tmp_path)])["honest"].verdict == "accepted"  # the server is up
     victim = attacker(tmp_path, "victim")  # four seconds at import: time to kill the server under it
-    pool = batch.Pool(spec, SEED, jobs=1, backend="bubblewrap", prepared=prepared, static_check=False, restricted=False)
+    workers = Workers(spec, SEED, jobs=1, backend="bubblewrap", prepared=prepared, static_check=False, restricted=False)
     killer = threading.Timer(1.5, lambda: os.killpg(warm.server.pid, 9))
     killer.start()
-    report = dict(pool.map([("victim", victim)], warm=warm))["victim"]
+    report = dict(workers.map([("victim", victim)], warm=warm))["victim"]
     killer.join()
     assert report.verdict == "accepted", report.message
     assert "warm pool" not in report.isolation  # graded again, in a child of its own
@@ -252,10 +253,10 @@ def test_a_grading_that_asks_a_closed_pool_for_a_child_gets_one_of_its_own(spec,
     warm = Zygote(spec)
     assert "warm pool" in grade(spec, prepared, warm, [honest(tmp_path)])["honest"].isolation  # its server was ready once
     warm.close()
-    pool = batch.Pool(spec, SEED, jobs=1, backend="bubblewrap", prepared=prepared, static_check=False, restricted=False)
-    report = dict(pool.map([("honest", honest(tmp_path))], warm=warm))["honest"]
+    workers = Workers(spec, SEED, jobs=1, backend="bubblewrap", prepared=prepared, static_check=False, restricted=False)
+    report = dict(workers.map([("honest", honest(tmp_path))], warm=warm))["honest"]
     assert report.verdict == "accepted", report.message
-    assert "warm pool" not in report.isolation and pool.warm_note == "the warm pool was closed"
+    assert "warm pool" not in report.isolation and workers.warm_note == "the warm pool was closed"
     assert warm.generation == 1 and not warm.alive()  # no server started again after close()
 
 

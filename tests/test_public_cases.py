@@ -4,7 +4,7 @@ secret)."""
 
 import pytest
 
-from grader.batch import Pool
+from grader.batch.schedule import Workers
 from grader.cases import make_cases
 from grader.formats.json import to_json
 from grader.results import Verdict
@@ -42,8 +42,8 @@ def test_each_common_bug_fails_a_public_case(name: str, public_reports: dict[str
 
 @pytest.fixture(scope="module")
 def public_reports() -> dict[str, dict]:
-    pool = Pool(SPEC, SPEC.default_hidden_seed, jobs=2, public_only=True)
-    return {name: to_json(report) for name, report in pool.map((name, SUBMISSIONS / name) for name in COMMON_BUGS)}
+    workers = Workers(SPEC, SPEC.default_hidden_seed, jobs=2, public_only=True)
+    return {name: to_json(report) for name, report in workers.map((name, SUBMISSIONS / name) for name in COMMON_BUGS)}
 
 
 def test_every_wrong_file_and_every_known_mistake_fails_a_public_case() -> None:

@@ -2,7 +2,7 @@
 
 The folder is the specification (as in ICPC problem packages): add a file to a folder and this
 test asserts its verdict. Forbidden routes must also be named in the message. The files are graded
-as one batch (grader/batch.py: through the warm pool where it keeps every wall), once for all test
+as one batch (grader/batch/schedule.py: through the warm pool where it keeps every wall), once for all test
 workers; tests/test_batch.py proves that a batch gives the verdicts of the single-file command,
 and tests/test_hostile.py grades the hostile files through the command line.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import Pool
+from grader.batch.schedule import Workers
 from grader.formats.json import to_json
 from grader.results import Verdict
 from grader.spec import load_spec
@@ -66,9 +66,9 @@ def grade_corpus(spec_folder: Path) -> dict[str, dict]:
     """The JSON report of every file, graded two at a time; the time-limit files under short limits."""
     spec = load_spec()
     slow = [p for p in FILES if p.parent.name == "time_limit_exceeded"]
-    graded = Pool(spec, spec.default_hidden_seed, jobs=2).map((name(p), p) for p in FILES if p not in slow)
+    graded = Workers(spec, spec.default_hidden_seed, jobs=2).map((name(p), p) for p in FILES if p not in slow)
     quick_spec = load_spec(fast_spec(spec_folder))
-    graded_quickly = Pool(quick_spec, quick_spec.default_hidden_seed, jobs=2).map((name(p), p) for p in slow)
+    graded_quickly = Workers(quick_spec, quick_spec.default_hidden_seed, jobs=2).map((name(p), p) for p in slow)
     return {key: to_json(report) for batch in (graded, graded_quickly) for key, report in batch}
 
 

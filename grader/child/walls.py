@@ -234,7 +234,7 @@ def _close(fds: set[int]) -> None:
 
 
 def apply_limits(cpu_seconds: int, memory_mib: int, file_size_mib: int, open_files: int, processes: int | None = None) -> None:
-    """The rlimits of every child, a single one (grader/isolation.py apply_limits_in_child) or the
+    """The rlimits of every child, a single one (grader/sandbox/limits.py apply_limits_in_child) or the
     pool's; CPU time of the whole tree, memory and processes are also held from outside, by the
     child's cgroup. processes: RLIMIT_NPROC, for a child with a uid of its own (a box uid). Only
     system calls: a single child runs this between fork and exec."""

@@ -2,7 +2,7 @@
 
 bubblewrap (and the pool's init) report a child killed by signal N as 128 + N, so the grader
 turns every exit status in 129..192 into "killed by signal N" (sandbox.ProcessChild.exit,
-pool.PoolChild.exit), and judge.classify_exit gives SIGXCPU time_limit_exceeded without looking
+zygote.ZygoteChild.exit), and judge.classify_exit gives SIGXCPU time_limit_exceeded without looking
 at the CPU time actually used. A submission that ends with os._exit(152) (128 + SIGXCPU) after
 a few milliseconds of work gets time_limit_exceeded, "used more than 120 s of CPU time during
 case public_tiny"; os._exit(153) gets "wrote a file larger than the limit of 16 MiB". Run with
