@@ -16,7 +16,7 @@ from grader.formats.safe import printable
 from grader.judge import grade
 from grader.results import Report, Verdict
 from grader.sandbox import IsolationUnavailable
-from grader.sandbox.backends import ISOLATION_LEVELS, backend_named, choose_backend
+from grader.sandbox.backends import ISOLATION_LEVELS, backend_named, chooser
 from grader.seeding import SeedRefused, take_seed
 from grader.spec import SPEC_PATH, Spec, load_spec
 
@@ -265,7 +265,7 @@ def _main(args: argparse.Namespace, fmt: str) -> int:
         seeding = take_seed(
             spec,
             args.seed,
-            lambda secret: backend_named(choose_backend(args.isolation, secret_seed=secret)),
+            chooser(args.isolation),
             program="grader",
             refuse_default=refuse_default,
             public_only=args.public,

@@ -142,9 +142,9 @@ NO_TORCH = "import sys; sys.stderr.write(\"ModuleNotFoundError: No module named 
 
 @pytest.mark.parametrize("fmt", ["json", "gradescope"])
 def test_a_child_that_never_starts_is_a_grader_error_never_the_candidates(monkeypatch, capsys, fmt):
-    from grader import sandbox
+    from grader.sandbox import process
 
-    monkeypatch.setattr(sandbox, "BOOTSTRAP", NO_TORCH)
+    monkeypatch.setattr(process, "BOOTSTRAP", NO_TORCH)  # what a local child runs
     code = cli.main([str(CORRECT), "--isolation", "process", "--public", "--format", fmt] + (["--allow-default-seed"] if fmt == "gradescope" else []))
     out, _ = capsys.readouterr()
     report = json.loads(out)

@@ -29,7 +29,7 @@ from grader.formats.gradescope import DEFAULT_HIDDEN_VISIBILITY, VISIBILITIES
 from grader.formats.points import DEFAULT_POINTS, points_value
 from grader.results import Report
 from grader.sandbox import IsolationUnavailable
-from grader.sandbox.backends import ISOLATION_LEVELS, backend_named, choose_backend
+from grader.sandbox.backends import ISOLATION_LEVELS, backend_named, chooser
 from grader.seeding import SeedRefused, take_seed
 from grader.spec import SPEC_PATH, SetupError, Spec, load_spec, seed_public_id, setup_fault
 
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace, stop: Stop, out: TextIO) -> int:
         seeding = take_seed(
             spec,
             args.seed,
-            lambda secret: backend_named(choose_backend(args.isolation, secret_seed=secret)),
+            chooser(args.isolation),
             program="grader batch",
             refuse_default=None if args.allow_default_seed else "a batch grades for real",
         )
