@@ -66,7 +66,6 @@ def scrub_secret(env_var: str, secret: str) -> None:
             offset += len(entry) + 1
 
 
-
 def take_seed(
     spec: Spec,
     given: str | None,

@@ -190,6 +190,40 @@ def test_backend_choice():
         assert backends.choose_backend("auto") == backends.choose_backend("strict") == "bubblewrap"
 
 
+
+def test_only_the_backends_that_are_a_security_boundary_promise_it():
+    """What skips the static check and keeps a secret seed is declared by each backend; a backend
+    that declares nothing promises nothing."""
+    promises = {name: (backend_named(name).strong, backend_named(name).keeps_secret) for name in backends.REGISTRY}
+    assert promises == {"bubblewrap": (True, True), "uid": (True, True), "docker": (True, True), "process": (False, False), "plain": (False, False)}
+    assert (backends.Backend.strong, backends.Backend.keeps_secret) == (False, False)
+    assert backend_named("uid").max_jobs == 1 and backend_named("bubblewrap").max_jobs is None
+
+
+@pytest.mark.parametrize(
+    ("missing", "outcome"),
+    [
+        ("grader.sandbox.uid", "the uid backend is not part of this copy of the grader"),  # the kit leaves it out
+        ("grader.sandbox.limits", ImportError),  # the grader's own fault: never taken for an absent backend
+        (None, ImportError),
+    ],
+)
+def test_a_backend_that_cannot_be_imported_is_unavailable_only_when_its_module_is_absent(monkeypatch, missing, outcome):
+    def import_module(name: str) -> None:
+        raise ImportError(f"No module named {missing!r}", name=missing)
+
+    monkeypatch.setattr(backends.importlib, "import_module", import_module)
+    backend_named.cache_clear()
+    try:
+        if outcome is ImportError:
+            with pytest.raises(ImportError):
+                backend_named("uid")
+        else:
+            with pytest.raises(sandbox.IsolationUnavailable, match=outcome):
+                backend_named("uid")
+    finally:
+        backend_named.cache_clear()
+
 SOCKET_PROBE = """
 import ctypes, errno, json, os, socket
 def attempt(make):

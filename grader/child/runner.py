@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 import torch
 
-from . import restricted, wire
+from . import restricted, vjp, wire
 from .guard import TAMPERED, Guard
 from .vjp import vector_jacobian
 
@@ -205,7 +205,7 @@ _write = os.write  # bound before any submission code runs
 def label_output(what: str) -> None:
     """Tell the grader that what the submission prints from now on belongs to `what` ("import", or
     "<case> forward" or "<case> gradient"): one label line on stdout and on stderr, between
-    what it printed before and what it prints next (grader/sandbox.py CappedBuffer)."""
+    what it printed before and what it prints next (grader/sandbox/output.py CappedBuffer)."""
     line = wire.OUTPUT_LABEL + what.encode() + b"\n"
     for fd in (1, 2):
         try:
@@ -349,7 +349,7 @@ def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.Buffe
     sys.argv[:] = [os.path.basename(submission)]  # the channel's descriptors are nobody's business
     torch.set_num_threads(1)
     # Armed for good while the grader checks the policy: the first call finds everything imported.
-    guard.arm(protect=[sys.modules[__name__], wire, restricted])
+    guard.arm(protect=[sys.modules[__name__], wire, restricted, vjp])
     # What runs after the submission's code is bound now, in this frame, whose names the
     # submission cannot replace; the guard's check shows whether what they use was replaced.
     findings, text_frame, explain, count, _exit = guard.findings, guard.text_frame, explain_forbidden, len, os._exit

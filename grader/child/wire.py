@@ -37,7 +37,7 @@ def load_tensor_modules() -> None:
 
 # The runner writes one line to stdout and to stderr before the import and before each call: this
 # prefix, then "import", or "<case> forward" or "<case> gradient", then a newline. The grader's
-# CappedBuffer (grader/sandbox.py) takes these lines out of the submission's output and labels
+# CappedBuffer (grader/sandbox/output.py) takes these lines out of the submission's output and labels
 # what follows with the case and the call. A submission may print such a line itself: it only
 # mislabels its own output, and what is held back from the candidate is decided by offsets alone.
 OUTPUT_LABEL = b"\x1e\x1emlm-grader-call "

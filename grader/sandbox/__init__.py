@@ -6,7 +6,8 @@
     workdir.py      the private folder a child is given: the child-side code and the submission
     process.py      a child as a local process (bubblewrap, uid, process, plain)
     bubblewrap.py   the bubblewrap command line: namespaces, binds, read-only mounts
-    users.py        whose uid a child has: box uids for a root grader, the uid backend's runner user
+    boxes.py        box uids: a root grader's child is a host uid of its own
+    uid.py          the uid backend: the dedicated runner user, inside a container
     limits.py       rlimits, the cgroup and CPU accounting
     seccomp.py      the system calls a child may not make
     zygote.py       the warm pool: a sandboxed server with torch imported forks one child per submission

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from grader.sandbox.child import Child
     from grader.sandbox.limits import Cgroup
 
+OPTIONAL_PACKAGES = {"docker": ("docker", "requests")}  # what a backend may lack here: it is then unavailable, not broken
 REGISTRY = {  # name -> the module of grader/sandbox/ that defines it (as BACKEND, or PLAIN_BACKEND)
     "bubblewrap": "bubblewrap",
     "uid": "uid",
@@ -60,8 +61,8 @@ class Backend:
     """One way of walling in a child. The defaults are a local process's (grader/sandbox/process.py)."""
 
     name: str
-    strong = True  # a security boundary: it holds without the static check and the capability layer
-    keeps_secret = True  # the submission cannot read the secret seed (the grader's environment, memory, files)
+    strong = False  # a security boundary: it holds without the static check and the capability layer
+    keeps_secret = False  # the submission cannot read the secret seed (the grader's environment, memory, files)
     max_jobs: int | None = None  # how many children may run at once; None: as many as asked
     reports_signal_as_status = False  # a child killed by signal N ends its wrapper with 128 + N
 
@@ -104,9 +105,9 @@ def backend_named(name: str) -> Backend:
     except ImportError as error:
         if error.name == module_name:  # the kit leaves out the backends it does not run
             raise IsolationUnavailable(f"the {name} backend is not part of this copy of the grader") from None
-        if error.name and error.name.startswith("grader"):
-            raise  # a fault of the grader's own, not of this machine
-        raise IsolationUnavailable(f"--isolation {name} needs the {error.name} package (pip install -r requirements.txt)") from None
+        if error.name in OPTIONAL_PACKAGES.get(name, ()):
+            raise IsolationUnavailable(f"--isolation {name} needs the {error.name} package (pip install -r requirements.txt)") from None
+        raise  # a fault of the grader's own installation: never taken for a backend that is merely absent
     return module.PLAIN_BACKEND if name == "plain" else module.BACKEND
 
 

@@ -154,6 +154,7 @@ def bubblewrap_command(command: list[str], kit: Path, submission_dir: Path | Non
 
 class Bubblewrap(LocalBackend):
     name = "bubblewrap"
+    strong = keeps_secret = True
     reports_signal_as_status = True
 
     def problem(self) -> str | None:

@@ -35,6 +35,7 @@ NPROC = 4096  # engines default to more than many hosts allow, and then refuse t
 
 class Docker(Backend):
     name = "docker"
+    strong = keeps_secret = True
 
     def problem(self) -> str | None:
         problem = docker_works()

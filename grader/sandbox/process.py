@@ -48,8 +48,6 @@ class LocalBackend(Backend):
 
 class Process(LocalBackend):
     name = "process"
-    strong = False
-    keeps_secret = False
 
     def wrap(self, command: list[str], inherited: list[int], kit: Path, submission_dir: Path, workdir: Path, home: Path) -> Walled:
         return Walled(["unshare", "--net", "--", *command] if unshare_net_works() else command, inherited)
@@ -61,8 +59,6 @@ class Process(LocalBackend):
 
 class Plain(LocalBackend):
     name = PLAIN
-    strong = False
-    keeps_secret = False
 
     def describe(self, cgroup: Cgroup | None, limits: Limits, uid: int | None = None) -> str:
         return (
@@ -177,8 +173,10 @@ class ProcessChild(Child):
         then collect what is left of its output."""
         self.kill()
         self.process.wait()
-        self._backend.after()
-        self.release()
+        try:
+            self._backend.after()
+        finally:
+            self.release()
         try:
             os.close(self.request_fd)
         except OSError:

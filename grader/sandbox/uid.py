@@ -129,6 +129,7 @@ def kill_processes_of(uid: int) -> None:
 
 class Uid(LocalBackend):
     name = "uid"
+    strong = keeps_secret = True
     max_jobs = 1  # the runner user is held by one grading at a time: ending a run kills all its processes
 
     def problem(self) -> str | None:
@@ -136,8 +137,8 @@ class Uid(LocalBackend):
         return None if problem is None else f"the uid backend does not work here: {problem}"
 
     def wrap(self, command: list[str], inherited: list[int], kit: Path, submission_dir: Path, workdir: Path, home: Path) -> Walled:
+        command = uid_command(command)  # first: it holds the runner user, waiting while another grader's runs use it
         open_to_runner(workdir, home)
-        command = uid_command(command)
         return Walled(["unshare", "--net", "--", *command] if unshare_net_works() else command, inherited, None, PIDS_MAX)
 
     def after(self) -> None:

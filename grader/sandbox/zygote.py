@@ -348,7 +348,7 @@ class _Replies(queue.Queue):
 
 
 class ZygoteChild(Child):
-    """A child of the warm pool, as the judge sees any child (grader/sandbox.py)."""
+    """A child of the warm pool, as the judge sees any child (grader/sandbox/child.py)."""
 
     def __init__(self, pool: Zygote, source: bytes, filename: str, spec: Spec) -> None:
         super().__init__(spec)
