@@ -36,7 +36,7 @@ def copy_folder(parent: Path, files: list[Path], name: str = "class") -> Path:
 @dataclass(frozen=True)
 class Timed:
     wall: float  # seconds from the start to the exit
-    cpu: float  # user + system seconds of the command and every process it waited for
+    cpu: float  # user + system seconds of the command and the processes it waited for (not those reaped inside a sandbox)
     returncode: int
 
 
