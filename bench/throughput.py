@@ -372,7 +372,7 @@ def every_thread_profiled(profiles: list[cProfile.Profile]):
 def profile(jobs: int) -> None:
     import torch
 
-    import grader.batch
+    import grader.batch.schedule
     import grader.diagnosis
     import grader.report
     import grader.sandbox.zygote
@@ -403,7 +403,7 @@ def profile(jobs: int) -> None:
         (judge, "_keep_output", "keep the output"),
         (grader.sandbox.zygote.ZygoteChild, "close", "close the child (end it, reap it)"),
         (grader.diagnosis, "diagnose", "diagnosis"),
-        (grader.batch, "hints", "hints"),
+        (grader.batch.schedule, "hints", "hints"),
         (judge, "grade", "judge.grade in all"),
     ]:
         phases.wrap(owner, attribute, phase)
