@@ -10,10 +10,7 @@ pool (grader/sandbox/zygote.py). Usage:
     .venv/bin/python bench/batch_time.py [N] [JOBS]      (default: 40 submissions, 2 jobs)
 """
 
-import itertools
 import json
-import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -21,24 +18,19 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ENV, ROOT, copy_folder, submissions  # noqa: E402, F401 - ENV and ROOT for the benchmarks that import them from here
+
 FOLDERS = ("accepted", "wrong_answer", "runtime_error", "forbidden_api")
-ENV = os.environ | {"MLM_GRADER_SEED": "bench-secret"}  # both sides grade with one secret seed, as for real
 
 
 def mix(count: int) -> list[Path]:
-    per_folder = [sorted(p for p in (ROOT / "tests" / "submissions" / f).glob("*.py") if not p.stem.startswith("hostile_")) for f in FOLDERS]
-    turns = (path for group in itertools.zip_longest(*[itertools.cycle(files) for files in per_folder]) for path in group)
-    return list(itertools.islice(turns, count))
+    return submissions(FOLDERS, count)
 
 
 def class_folder(parent: Path, count: int) -> Path:
     """A folder of `count` submissions from mix(), each named for its place, folder and file."""
-    folder = parent / "class"
-    folder.mkdir()
-    for number, source in enumerate(mix(count)):
-        shutil.copy(source, folder / f"s{number:03}_{source.parent.name}_{source.stem}.py")
-    return folder
+    return copy_folder(parent, mix(count))
 
 
 def grade_one_by_one(files: list[Path], verdicts: dict[str, str]) -> float:
