@@ -43,6 +43,14 @@ def fast_spec(tmp_dir: Path) -> Path:
     return path
 
 
+def uid_backend_problem() -> str:
+    """Why the uid backend cannot run here ("" when it can), asked of another process: the probe
+    holds the runner user for the life of the process that runs it, and a test process holding it
+    would make every grader it starts wait for it forever."""
+    probe = "from grader.sandbox.uid import uid_problem; print(uid_problem() or '', end='')"
+    return subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60).stdout
+
+
 def run_grader(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "grader", *args],

@@ -24,6 +24,7 @@ from grader.sandbox import uid as uid_backend
 from grader.sandbox.backends import backend_named
 from grader.sandbox.workdir import prepare_files
 from grader.spec import ROOT, load_spec
+from tests.grading import uid_backend_problem
 
 LIMITS = load_spec().limits
 
@@ -408,7 +409,7 @@ def test_a_lock_file_of_another_user_is_refused(scratch_runner, tmp_path):
 
 
 @pytest.mark.skipif(
-    uid_backend.uid_problem() is not None, reason="needs the mlm-runner user and an interpreter it can read (the container test runs the uid backend)"
+    bool(uid_backend_problem()), reason="needs the mlm-runner user and an interpreter it can read (the container test runs the uid backend)"
 )
 def test_grading_under_the_uid_backend_leaves_other_users_processes_alone():
     nobody = as_user(65534, "sleep", "60")

@@ -16,9 +16,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from grader.sandbox.uid import uid_problem
 from grader.spec import seed_public_id
-from tests.grading import ROOT, SUBMISSIONS
+from tests.grading import ROOT, SUBMISSIONS, uid_backend_problem
 from tests.test_formats import GRADESCOPE_SCHEMA, PRAIRIELEARN_SCHEMA
 
 SEED = "platform-secret-2718"
@@ -160,7 +159,7 @@ for _path in {list(paths)!r}:
     return CORRECT.read_text() + "\n" + probe
 
 
-@pytest.mark.skipif(uid_problem() is not None, reason=f"the uid backend does not work on this machine: {uid_problem()}")
+@pytest.mark.skipif(bool(UID_PROBLEM := uid_backend_problem()), reason=f"the uid backend does not work on this machine: {UID_PROBLEM}")
 def test_the_submission_cannot_read_the_seed_or_the_grader_under_the_uid_backend(tmp_path):
     # --unrestricted lets the probe use open(); the uid backend is the wall under test. The tree
     # lies in a folder every user may enter, so only the modes run_autograder sets protect it.
