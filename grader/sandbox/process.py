@@ -74,9 +74,9 @@ class ProcessChild(Child):
     def __init__(self, workdir: Path, source: bytes, filename: str, spec: Spec, backend: Backend) -> None:
         super().__init__(spec)
         limits = spec.limits
-        self.backend = backend.name
-        self.counts_cpu = self.backend != PLAIN
         self._backend = backend
+        self._plain = backend.name == PLAIN  # the kit on a system that is not Linux
+        self.counts_cpu = not self._plain
         kit, home, submission_dir = prepare_files(workdir, source, filename)
         layout = backend.layout(kit, submission_dir, home)
         request_read, request_write = os.pipe()
@@ -86,9 +86,9 @@ class ProcessChild(Child):
         try:
             walled = backend.wrap(command, [request_read, result_write], kit, submission_dir, workdir, home)
             self.box = walled.box
-            self.cgroup = None if self.backend == PLAIN else Cgroup.create(limits, Path(filename).stem)
+            self.cgroup = None if self._plain else Cgroup.create(limits, Path(filename).stem)
             self.isolation = backend.describe(self.cgroup, limits, walled.box.uid if walled.box else None)
-            if self.backend == PLAIN:  # the kit on a system that is not Linux: the limits it accepts
+            if self._plain:  # the limits the system accepts
                 preexec = functools.partial(walls.apply_limits_where_possible, limits.cpu_seconds, limits.memory_mib, limits.file_size_mib, limits.open_files)
             else:
                 join = self.cgroup.join_files() if self.cgroup else []
@@ -155,7 +155,7 @@ class ProcessChild(Child):
 
     def exit(self, wait_seconds: float = 5.0) -> Exit:
         """How the child ended: waits up to wait_seconds for it to end by itself, then kills it."""
-        if self.backend == PLAIN:
+        if self._plain:
             used = None if self.process.returncode is not None else self._wait_reaping(wait_seconds)
             if used is None and self.process.returncode is None:
                 self.kill()
