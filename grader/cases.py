@@ -21,6 +21,15 @@ SHAPE_KEYS = ("N", "T", "H", "d_head", "B", "V")
 BLOCK_MATRICES = ("w_q", "w_k", "w_v", "w_o", "w_mlp1", "w_mlp2")  # the order within blocks_weights[i]
 
 
+@dataclass(frozen=True)
+class Drawn:
+    """One case's arguments, as a problem package's generator draws them (docs/problem-packages.md)."""
+
+    args: dict[str, Any]  # every parameter by name, in any order: torch tensors and Python scalars
+    shape: dict[str, int]  # what a report shows of the case's size ("N=2 T=4")
+    upstream: tuple[Tensor, ...] = ()  # the gradient check's upstream gradient, one per output
+
+
 @dataclass
 class Case:
     name: str
