@@ -49,4 +49,4 @@ gradescope:
 # The candidate's kit: the statement, the stub, the public cases and check.py (no reference, no hidden
 # case, no secret): dist/mlm-tied-head-kit.zip, to hand out.
 kit: $(VENV)/.runtime-installed
-	$(PY) deploy/kit/build.py --out dist/mlm-tied-head-kit.zip
+	$(PY) deploy/kit/build.py $(if $(PROBLEM),--problem $(PROBLEM))

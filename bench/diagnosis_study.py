@@ -2,7 +2,7 @@
 
 Each non-hostile wrong file declares on a `# diagnosis:` line what its diagnosis must find: the
 part of the computation the probe cases point at (a key of grader.diagnosis.CONCLUSIONS) and the
-known mistake (a twin of reference/mistakes.py). For SEEDS seeds this prints how many files the
+known mistake (a twin of reference/mlm_forward_tied/mistakes.py). For SEEDS seeds this prints how many files the
 probes alone localise correctly, how many the known mistakes name exactly, how many get a
 diagnosis with exactly the declared findings, and the time the diagnosis adds (the probe cases'
 share of a run, and the diagnosis itself on wrong and on correct files). The files run in this

@@ -310,13 +310,15 @@ def transfer_seconds(cases: list, replies: dict[str, tuple[dict, dict]]) -> floa
     encoded (the grader), each answer encoded (the child) and read back, checked (the grader)."""
     from grader import protocol
     from grader.child import wire
+    from grader.spec import load_spec
 
+    spec = load_spec()
     started = time.perf_counter()
     for case in cases:
         wire.encode(*case.request())
         reply, tensors = replies[case.name]
         stream = io.BytesIO(wire.encode(reply, tensors))
-        expect = protocol.expect_result(case)
+        expect = protocol.expect_result(case, spec)
         header, described = wire.read_header(stream)
         protocol.check(header, described, expect)
         protocol.read_tensors(stream, described, expect)

@@ -6,6 +6,7 @@
         for report in grader.grade_many({"a": text_a, "b": text_b}):
             print(report.id, report.verdict, report.score)
     report = grade_source(text)                      # one-off: a Grader for one call
+    Grader(problem="layernorm-backward")             # another challenge (python -m grader problems)
 
 The source never runs in the caller's process: it is written to a private temporary file and
 graded exactly as `python -m grader FILE` would, in its own sandboxed child; a Grader's children
@@ -27,7 +28,7 @@ from grader.batch.schedule import Workers, default_jobs, start_warm_pool
 from grader.faults import internal_error
 from grader.formats.json import to_json
 from grader.seeding import SeedRefused, secret_from
-from grader.spec import Spec, load_spec, setup_fault
+from grader.spec import DEFAULT_PROBLEM, problem_spec, setup_fault
 
 SOURCE_NAME = "submission.py"  # the file name the submission is graded under
 
@@ -52,24 +53,20 @@ class Report(results.Report):
         return cls(**fields, id=report_id)
 
 
-@functools.cache
-def _spec() -> Spec:
-    return load_spec()
+@functools.lru_cache(maxsize=8)
+def _prepared(problem: str, seed: str, public_only: bool) -> judge.Prepared:
+    """Cases and expected outputs, computed once per problem and seed for every later call in this process."""
+    return judge.prepare(problem_spec(problem), seed, public_only)
 
 
-@functools.lru_cache(maxsize=4)
-def _prepared(seed: str, public_only: bool) -> judge.Prepared:
-    """Cases and expected outputs, computed once per seed for every later call in this process."""
-    return judge.prepare(_spec(), seed, public_only)
-
-
-def _workers(seed: str | None, public_only: bool, jobs: int) -> Workers:
+def _workers(problem: str, seed: str | None, public_only: bool, jobs: int) -> Workers:
+    spec = problem_spec(problem)
     try:
-        secret = secret_from(_spec(), seed)
+        secret = secret_from(spec, seed)
     except SeedRefused as error:
         raise ValueError(str(error)) from None
-    resolved = secret or _spec().default_hidden_seed  # reports then carry the spec's warning about it
-    return Workers(_spec(), resolved, jobs=jobs, public_only=public_only, prepared=_prepared(resolved, public_only))
+    resolved = secret or spec.default_hidden_seed  # reports then carry the spec's warning about it
+    return Workers(spec, resolved, jobs=jobs, public_only=public_only, prepared=_prepared(problem, resolved, public_only))
 
 
 def _write(folder: Path, source: str | bytes) -> Path:
@@ -86,15 +83,18 @@ class Grader:
     jobs: gradings at once in grade_many (default: the number of CPU cores); seed: the secret seed
     (default: MLM_GRADER_SEED, else the fixed local seed); public_only: only the public cases, as
     `--public` does; warm: False grades each source in a child of its own (what a single
-    grade_source call does: starting the pool's server costs more than one child)."""
+    grade_source call does: starting the pool's server costs more than one child); problem: the
+    challenge's id (default mlm-forward-tied; an unknown one is a ValueError naming those there are)."""
 
-    def __init__(self, *, jobs: int | None = None, seed: str | None = None, public_only: bool = False, warm: bool = True) -> None:
+    def __init__(
+        self, *, jobs: int | None = None, seed: str | None = None, public_only: bool = False, warm: bool = True, problem: str = DEFAULT_PROBLEM
+    ) -> None:
         # A broken set-up (the spec file, the reference, the grader's packages) is no caller's mistake and no
         # submission's: every report is then a grader_error saying so (setup_fault), never an exception here.
         self.setup_fault = ""
         self._workers: Workers | None = None
         try:
-            self._workers = _workers(seed, public_only, jobs or default_jobs())
+            self._workers = _workers(problem, seed, public_only, jobs or default_jobs())
         except Exception as error:
             if not setup_fault(error):
                 raise
@@ -163,17 +163,22 @@ class Grader:
             yield Report.of(report, key)
 
 
-def grade_source(source: str | bytes, *, seed: str | None = None, public_only: bool = False) -> Report:
+def grade_source(source: str | bytes, *, seed: str | None = None, public_only: bool = False, problem: str = DEFAULT_PROBLEM) -> Report:
     """Grade one submission's source text. seed: the secret seed (default: MLM_GRADER_SEED, else the
-    fixed local seed); public_only: run only the public cases, as `--public` does. For many calls,
-    keep a Grader instead: it keeps its pool warm between them."""
-    with Grader(jobs=1, seed=seed, public_only=public_only, warm=False) as grader:
+    fixed local seed); public_only: run only the public cases, as `--public` does; problem: the
+    challenge. For many calls, keep a Grader instead: it keeps its pool warm between them."""
+    with Grader(jobs=1, seed=seed, public_only=public_only, warm=False, problem=problem) as grader:
         return grader.grade(source)
 
 
 def grade_many(
-    sources: Iterable[str | bytes] | Mapping[str, str | bytes], *, jobs: int | None = None, seed: str | None = None, public_only: bool = False
+    sources: Iterable[str | bytes] | Mapping[str, str | bytes],
+    *,
+    jobs: int | None = None,
+    seed: str | None = None,
+    public_only: bool = False,
+    problem: str = DEFAULT_PROBLEM,
 ) -> Iterator[Report]:
     """Grade many sources through one Grader (see Grader.grade_many), closed when the iteration ends."""
-    with Grader(jobs=jobs, seed=seed, public_only=public_only) as grader:
+    with Grader(jobs=jobs, seed=seed, public_only=public_only, problem=problem) as grader:
         yield from grader.grade_many(sources)

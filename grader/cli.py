@@ -1,6 +1,7 @@
-"""Command line: python -m grader SUBMISSION [--public] [--format F] [--output FILE] [--seed S];
+"""Command line: python -m grader SUBMISSION [--problem ID] [--public] [--format F] [--output FILE] [--seed S];
 python -m grader batch PATH... for many submissions (grader/batch/); python -m grader merge SHARD.jsonl...
-to join a batch's shards (grader/merge.py)."""
+to join a batch's shards (grader/merge.py); python -m grader problems to list the challenges;
+python -m grader verify ID to check a challenge's package (grader/verify.py)."""
 
 import argparse
 import json
@@ -18,7 +19,7 @@ from grader.results import Report, Verdict
 from grader.sandbox import IsolationUnavailable
 from grader.sandbox.backends import ISOLATION_LEVELS, backend_named, chooser
 from grader.seeding import SeedRefused, take_seed
-from grader.spec import SPEC_PATH, Spec, load_spec
+from grader.spec import Spec, UnknownProblem, add_problem_arguments, spec_of_arguments
 
 EXIT_ACCEPTED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
@@ -26,8 +27,9 @@ EXIT_ACCEPTED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m grader",
-        description="Grade a solution of the tied-head MLM forward pass. Exit status: 0 accepted, 1 any other verdict, 2 usage or grader error. "
-        "To grade many submissions: python -m grader batch --help.",
+        description="Grade a solution of one challenge (the tied-head MLM forward pass unless --problem says another). "
+        "Exit status: 0 accepted, 1 any other verdict, 2 usage or grader error. "
+        "To grade many submissions: python -m grader batch --help; the challenges: python -m grader problems.",
     )
     parser.add_argument("submission", type=Path, nargs="?", help="the candidate's solution.py")
     parser.add_argument(
@@ -108,7 +110,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "submission printed once the hidden cases began) in text, json and junit reports and in the log printed with "
         "--output; a gradescope or prairielearn results.json, which students read, never holds it",
     )
-    parser.add_argument("--spec", type=Path, default=SPEC_PATH, help="the problem's spec file (default: problem/spec.toml)")
+    add_problem_arguments(parser)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser.parse_args(argv)
 
@@ -118,19 +120,12 @@ def save_public_cases(spec: Spec, folder: Path) -> int:
     import torch
 
     from grader.cases import make_cases
-    from grader.expected import expected_for
+    from grader.expected import expected_for, public_case_file
 
     folder.mkdir(parents=True, exist_ok=True)
     for case in make_cases(spec, spec.default_hidden_seed, public_only=True):
-        expected = expected_for(case)
-        content = {
-            **case.inputs,
-            "num_heads": case.num_heads,
-            "grad_output": case.grad_output,
-            "expected_logits": expected.output,
-            **{f"expected_grad_{name}": grad for name, grad in expected.grads.items()},
-        }
-        torch.save(content, folder / f"{case.name}.pt")
+        expected = expected_for(case, spec)
+        torch.save(public_case_file(case, expected, spec), folder / f"{case.name}.pt")
         print(f"{folder / case.name}.pt  ({case.shape_text()}, {case.dtype})")
     return EXIT_ACCEPTED
 
@@ -147,6 +142,10 @@ def main(argv: list[str] | None = None) -> int:
         from grader import merge
 
         return merge.main(argv[1:])
+    if argv[:1] == ["problems"]:
+        from grader import catalog
+
+        return catalog.main(argv[1:])
     args = parse_args(argv)  # argparse exits with status 2 and a usage line on bad arguments
     if args.json and args.format not in (None, "json"):
         print(f"grader: --json means --format json; give one of --json and --format {args.format}", file=sys.stderr)
@@ -221,7 +220,10 @@ def emit(report: Report, fmt: str, spec: Spec | None, args: argparse.Namespace) 
 
 def _main(args: argparse.Namespace, fmt: str) -> int:
     try:
-        spec = load_spec(args.spec.resolve())
+        spec = spec_of_arguments(args)
+    except UnknownProblem as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as error:  # noqa: BLE001 - any fault of the file (TOML, missing keys, wrong types) is the grader's set-up
         # A report all the same, in the requested format: a platform must get a grader_error, never nothing.
         report = Report(Verdict.GRADER_ERROR, internal_error(error), str(args.submission or ""), "", "")

@@ -38,16 +38,18 @@ def value_digits(dtype: torch.dtype) -> int:
     return 17 if dtype == torch.float64 else 9
 
 
-def compare_values(expected: Tensor, got: Tensor, tolerance: float, show_values: bool) -> Closeness:
+def compare_values(expected: Tensor, got: Tensor, tolerance: float, show_values: bool, scale_floor: float = 0.0) -> Closeness:
     """expected and got must have the same shape; show_values adds the two numbers at the worst
-    index (only for cases whose data the candidate may see)."""
+    index (only for cases whose data the candidate may see). The scale is max|expected|, or
+    scale_floor where that is larger (an output whose exact values may all be 0 or tiny)."""
     digits = value_digits(got.dtype)
     expected = expected.detach().to(torch.float64).cpu()
     got = got.detach().to(torch.float64).cpu()
     total = expected.numel()
     if total == 0:
         return Closeness(True, 0.0, 0.0, "")
-    scale = expected.abs().max().item()
+    largest = expected.abs().max().item()
+    scale = max(largest, scale_floor)
     allowed = tolerance * scale
     finite = torch.isfinite(got)
     diff = torch.where(finite, (got - expected).abs(), torch.full_like(got, math.inf))
@@ -68,7 +70,7 @@ def compare_values(expected: Tensor, got: Tensor, tolerance: float, show_values:
         lines.append(f"Non-finite values returned: {nonfinite} (NaN and inf never pass; the expected values are all finite)")
     lines.append(
         f"Greatest absolute difference: {_fmt(max_abs)} at index {_index(worst, shape)} "
-        f"(up to {_fmt(allowed)} allowed = {tolerance:g} x max|expected| {_fmt(scale)})"
+        f"(up to {_fmt(allowed)} allowed = {tolerance:g} x {'max|expected|' if scale == largest else 'the scale floor'} {_fmt(scale)})"
     )
     lines.append(
         f"Greatest per-element relative difference (|got - expected| / |expected| of one element): "

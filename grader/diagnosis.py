@@ -5,10 +5,10 @@ reply and the tensors the grader kept: an output of the wrong shape or dtype is 
 - checks that are not about numbers (type, dtype, device, inputs changed in place) say so;
 - float64 results that are all float32 numbers mean the computation ran in float32;
 - known mistakes: when a failing case's output matches, within the case's tolerance, a known wrong
-  twin of the reference (reference/mistakes.py), and that twin explains every failing case, it is
+  twin of the reference (reference/mlm_forward_tied/mistakes.py), and that twin explains every failing case, it is
   named. `[diagnosis] known_mistakes = false` in the spec turns this off (exams), and so does the
   absence of reference/ (a candidate's kit);
-- probe cases (family "probes" in problem/spec.toml) switch parts of the network off or make them
+- probe cases (family "probes" in problem/mlm-forward-tied/problem.toml) switch parts of the network off or make them
   trivial; which pass and which fail locates the fault (`localise`). A conclusion names a part only
   when the probes prove the parts before it right.
 """
@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, Case
+from grader.cases import Case
 from grader.child.vjp import vector_jacobian
 from grader.compare import bitwise_equal, compare_values
 from grader.results import NOT_NUMBERS, NOT_RUN, WRONG_LOGITS, WRONG_NUMBERS, CaseResult, Check, Verdict
@@ -28,7 +28,7 @@ from grader.spec import PROBE_FAMILY, Spec, hidden_module  # noqa: F401 - PROBE_
 
 Received = dict[str, tuple[dict[str, Any], dict[str, Tensor]]]  # case name -> (reply, tensors), failing cases only
 
-# The probe cases by role (their names in problem/spec.toml).
+# The probe cases by role (their names in problem/mlm-forward-tied/problem.toml).
 EMBEDDING = "probe_embedding"  # no blocks, one sequence, every position selected
 GATHER_ORDER = "probe_gather_order"  # no blocks, several sequences, every position selected
 MASK_THRESHOLD = "probe_mask_threshold"  # no blocks, one sequence, mask values around 0.5
@@ -177,7 +177,7 @@ class Finding:
     sentences: list[str]
     checks: tuple[Check, ...] = ()  # the checks not about numbers (NOT_NUMBERS) that got a sentence
     precision: bool = False  # the float64 results are float32 numbers
-    mistake: str | None = None  # the name of the twin in reference/mistakes.py
+    mistake: str | None = None  # the name of the twin in reference/mlm_forward_tied/mistakes.py
     parts: tuple[str, ...] = ()  # the keys of the conclusions in CONCLUSIONS: each part the probes show wrong
 
     @property
@@ -320,7 +320,7 @@ def _check_sentence(check: Check, failures: list[Failure]) -> str | None:
         return f"The result's dtype is not the inputs' dtype{got}: return the logits in w_emb's dtype (no .double(), .float() or .to() on the result)."
     if check == Check.DEVICE:
         return "The result is not on the inputs' device: return it where the inputs are (no .to() or .cuda())."
-    changed = sorted({name for f in failed for name in INPUT_NAMES if _changed(f, name)})
+    changed = sorted({name for f in failed for name in f.case.inputs if _changed(f, name)})
     names = ", ".join(changed) if changed else "an argument"
     return (
         f"Your call changes {names} in place (the logits are right): work on new tensors, with no in-place operation "
@@ -352,11 +352,11 @@ def _float32_precision(numeric: list[Failure]) -> bool:
 
 # -- known mistakes ---------------------------------------------------------------------------------
 def _name_mistake(numeric: list[Failure], spec: Spec) -> tuple[str, str] | None:
-    """The first twin (in reference.mistakes.MISTAKES order) that explains every failing case, as
+    """The first twin (in the package's mistakes.MISTAKES order) that explains every failing case, as
     (name, sentence). A twin whose logits match but whose gradients do not is named only if no
     twin matches both, and the sentence says so."""
     try:
-        MISTAKES = hidden_module("reference.mistakes").MISTAKES  # noqa: N806 - absent where the reference is (a candidate's kit)
+        MISTAKES = hidden_module(f"{spec.module}.mistakes").MISTAKES  # noqa: N806 - absent where the reference is (a candidate's kit)
     except ImportError:
         return None
     values_fail = any(f.result.check in WRONG_LOGITS for f in numeric)
@@ -366,7 +366,7 @@ def _name_mistake(numeric: list[Failure], spec: Spec) -> tuple[str, str] | None:
             continue
         matches, gradients_left = set(), GRADIENT_CASES
         for f in numeric:  # stops at the first case the twin does not explain
-            compare = gradients_left > 0 and all(_is_float(f.tensors.get(f"grad_{name}")) for name in DIFFERENTIABLE_INPUTS)
+            compare = gradients_left > 0 and all(_is_float(f.tensors.get(f"grad_{name}")) for name in f.case.differentiable)
             match = _explains(twin, f, spec, compare)
             if match is None:
                 break
@@ -405,7 +405,7 @@ def _explains(twin: Any, f: Failure, spec: Spec, compare_gradients: bool) -> str
     tolerance, gradient_tolerance = spec.tolerances(f.case.family, f.case.dtype)
     if f.result.check in WRONG_LOGITS:
         with torch.no_grad():
-            output = twin(**_inputs(twin, f.case), num_heads=f.case.num_heads)
+            output = twin(**_inputs(twin, f.case), num_heads=f.case.args["num_heads"])
         if not _is_float(f.tensors.get("output")):  # not kept: only its description is left
             return SHAPE_ONLY if tuple(output.shape) == f.shape else None
         if not _close(output, f.tensors["output"], tolerance):
@@ -425,13 +425,14 @@ def _inputs(twin: Any, case: Case) -> dict[str, Tensor]:
 
 def _twin_grads(twin: Any, case: Case) -> dict[str, Tensor]:
     inputs = _inputs(twin, case)
-    leaves = [inputs[name].clone().requires_grad_(True) for name in DIFFERENTIABLE_INPUTS]
-    inputs |= dict(zip(DIFFERENTIABLE_INPUTS, leaves, strict=True))
-    output = twin(**inputs, num_heads=case.num_heads)
+    wrt = case.differentiable
+    leaves = [inputs[name].clone().requires_grad_(True) for name in wrt]
+    inputs |= dict(zip(wrt, leaves, strict=True))
+    output = twin(**inputs, num_heads=case.args["num_heads"])
     if not output.requires_grad or output.shape != case.grad_output.shape:
-        return {name: torch.zeros_like(leaf) for name, leaf in zip(DIFFERENTIABLE_INPUTS, leaves, strict=True)}
+        return {name: torch.zeros_like(leaf) for name, leaf in zip(wrt, leaves, strict=True)}
     grads = vector_jacobian(output, leaves, case.grad_output.to(output.dtype))
-    return {name: torch.zeros_like(leaf) if g is None else g for name, leaf, g in zip(DIFFERENTIABLE_INPUTS, leaves, grads, strict=True)}
+    return {name: torch.zeros_like(leaf) if g is None else g for name, leaf, g in zip(wrt, leaves, grads, strict=True)}
 
 
 def _close(want: Tensor, got: Tensor | None, tolerance: float) -> bool:

@@ -9,39 +9,97 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from grader.cases import DIFFERENTIABLE_INPUTS, Case
+from grader.cases import Case
 from grader.child.vjp import vector_jacobian  # the child's own: the same values as autograd.grad with grad_outputs, without sympy
-from grader.spec import hidden_module
+from grader.spec import FLOAT, CaseTemplate, SetupError, Spec, hidden_module, load_spec
 
 
 @dataclass(frozen=True)
 class Expected:
-    output: Tensor  # (M, V) float64
-    grads: dict[str, Tensor]  # d(<output, grad_output>)/d(input), float64, keyed by input name
+    outputs: tuple[Tensor, ...]  # one per declared output, float64 for float outputs
+    grads: dict[str, Tensor]  # d(sum <output_i, upstream_i>)/d(input), float64, keyed by input name
+
+    @property
+    def output(self) -> Tensor:
+        """The output of a one-output problem."""
+        return self.outputs[0]
 
 
-def expected_for(case: Case) -> Expected:
+def expected_for(case: Case, spec: Spec | None = None) -> Expected:
     """The reference's outputs and gradients for one case, in float64, computed on one thread: the
     same bits in every process that computes them (the command line, the API, the kit's case files),
     whatever number of threads torch uses there."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _expected_for(case)
+        return _expected_for(case, spec or load_spec())
     finally:
         torch.set_num_threads(threads)
 
 
-def _expected_for(case: Case) -> Expected:
-    mlm_forward_tied = hidden_module("reference").mlm_forward_tied  # here only: the candidate's kit holds this module (for Expected), not the reference
+def reference_function(spec: Spec):  # noqa: ANN201 - the package's own callable
+    """The package's reference (hidden: here only; the candidate's kit holds this module for Expected, not the reference)."""
+    return getattr(hidden_module(f"{spec.module}.reference"), spec.entry_point)
 
-    inputs = {name: tensor.to(torch.float64, copy=True) if tensor.is_floating_point() else tensor for name, tensor in case.inputs.items()}
-    for name in DIFFERENTIABLE_INPUTS:
-        inputs[name].requires_grad_(True)
-    output = mlm_forward_tied(**inputs, num_heads=case.num_heads)
-    wrt = [inputs[name] for name in DIFFERENTIABLE_INPUTS]
-    grads = vector_jacobian(output, wrt, case.grad_output.to(torch.float64))
-    return Expected(
-        output=output.detach(),
-        grads={name: torch.zeros_like(inputs[name]).detach() if grad is None else grad for name, grad in zip(DIFFERENTIABLE_INPUTS, grads, strict=True)},
+
+def float64_args(case: Case) -> dict[str, object]:
+    """The case's arguments as the reference takes them: float tensors as float64 copies."""
+    return {name: value.to(torch.float64, copy=True) if isinstance(value, Tensor) and value.is_floating_point() else value for name, value in case.args.items()}
+
+
+def as_outputs(result: object, spec: Spec) -> tuple[Tensor, ...]:
+    """A callable's result as the tuple of declared outputs (one tensor, or a tuple of them)."""
+    return tuple(result) if spec.returns == "tuple" else (result,)  # type: ignore[arg-type]
+
+
+def _expected_for(case: Case, spec: Spec) -> Expected:
+    args = float64_args(case)
+    for name in case.differentiable:
+        args[name].requires_grad_(True)
+    outputs = as_outputs(reference_function(spec)(*args.values()), spec)
+    shapes = tuple(tuple(output.shape) for output in outputs)
+    if shapes != case.output_shapes:
+        raise SetupError(f"the reference of {spec.id} returns shapes {shapes} for case {case.name}, whose generator promised {case.output_shapes}")
+    grads: dict[str, Tensor] = {}
+    if case.differentiable:
+        wrt = [args[name] for name in case.differentiable]
+        found = vector_jacobian(outputs, wrt, tuple(u.to(torch.float64) for u in case.upstream))
+        grads = {name: torch.zeros_like(args[name]).detach() if grad is None else grad for name, grad in zip(case.differentiable, found, strict=True)}
+    return Expected(outputs=tuple(o.detach() for o in outputs), grads=grads)
+
+
+def public_case_file(case: Case, expected: Expected, spec: Spec) -> dict[str, object]:
+    """What `--save-public` writes for a public case (and the kit holds in cases/<name>.pt): the
+    arguments by name, the upstream gradients (grad_output, or grad_output_<i> for several outputs),
+    expected_<output> and expected_grad_<input>, and the sizes a report shows (shape)."""
+    upstream = {"grad_output": case.upstream[0]} if len(case.upstream) == 1 else {f"grad_output_{i}": u for i, u in enumerate(case.upstream)}
+    return {
+        **case.args,
+        **upstream,
+        **{f"expected_{declared.name}": output for declared, output in zip(spec.outputs, expected.outputs, strict=True)},
+        **{f"expected_grad_{name}": grad for name, grad in expected.grads.items()},
+        "shape": dict(case.shape),
+    }
+
+
+def read_public_case(saved: dict[str, object], template: CaseTemplate, spec: Spec) -> tuple[Case, Expected]:
+    """A case and its expected results back from what public_case_file wrote (the kit's check.py)."""
+    args = {name: saved[name] for name in spec.parameter_names}
+    floats = [args[p.name] for p in spec.parameters if p.type == "tensor" and p.dtype == FLOAT]
+    dtype = str(floats[0].dtype).removeprefix("torch.") if floats else str(template.settings["dtype"])  # type: ignore[union-attr]
+    count = len(spec.outputs)
+    upstream = () if not spec.gradient_wrt else (saved["grad_output"],) if count == 1 else tuple(saved[f"grad_output_{i}"] for i in range(count))
+    outputs = tuple(saved[f"expected_{declared.name}"] for declared in spec.outputs)
+    case = Case(
+        name=template.name,
+        family=template.family,
+        public=True,
+        dtype=dtype,
+        args=args,
+        upstream=upstream,  # type: ignore[arg-type]
+        shape=dict(saved["shape"]),  # type: ignore[call-overload]
+        differentiable=spec.gradient_wrt,
+        output_shapes=tuple(tuple(o.shape) for o in outputs),  # type: ignore[attr-defined]
+        returns=spec.returns,
     )
+    return case, Expected(outputs, {name: saved[f"expected_grad_{name}"] for name in spec.gradient_wrt})  # type: ignore[arg-type,misc]

@@ -28,7 +28,7 @@ from grader.sandbox import IsolationUnavailable
 from grader.sandbox.backends import backend_named, start_child
 from grader.sandbox.child import Child, ChildGone, ChildTimeout, Exit
 from grader.sandbox.limits import PIDS_MAX
-from grader.spec import Limits, Spec, seed_public_id
+from grader.spec import FLOAT, Limits, Output, Spec, seed_public_id
 
 # What needs torch (the cases, the expected outputs, the comparison, the diagnosis) is imported
 # inside the functions that use it: grade() starts the child first, so that the child's import of
@@ -60,7 +60,7 @@ def prepare(spec: Spec, hidden_seed: str, public_only: bool = False) -> Prepared
     from grader.expected import expected_for
 
     cases = make_cases(spec, hidden_seed, public_only)
-    return Prepared(seed_public_id(hidden_seed), public_only, cases, [expected_for(case) for case in cases])
+    return Prepared(seed_public_id(hidden_seed), public_only, cases, [expected_for(case, spec) for case in cases])
 
 
 class Rejection(Exception):
@@ -125,7 +125,6 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
     is missing. A hidden case's result tells only how far off it is, relative to the tolerance:
     no index, value or count that repeated submissions could read the hidden data from."""
 
-    from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES
     from grader.compare import HIDDEN_ERROR, bitwise_equal, compare_values, error_to_tolerance
 
     fail = result.fail
@@ -142,36 +141,35 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
         during = "the gradient call (backward through your result)" if reply.get("phase") == "gradient" else "the call"
         return fail(status, Check.EXCEPTION, f"raised during {during}:\n{reply['error'].rstrip()}")
 
-    out = reply.get("output", {})
-    m, v = expected.output.shape
-    if out.get("type") != "torch.Tensor":
-        return fail(Verdict.WRONG_ANSWER, Check.TYPE, f"returned a {out.get('type')}; expected a torch.Tensor (exactly, not a subclass)")
-    if out.get("shape") != [m, v]:
-        return fail(Verdict.WRONG_ANSWER, Check.SHAPE, f"returned shape {tuple(out.get('shape', ()))}; expected (M, vocab_size) = ({m}, {v})")
-    if out.get("dtype") != case.dtype:
-        return fail(Verdict.WRONG_ANSWER, Check.DTYPE, f"returned dtype {out.get('dtype')}; expected {case.dtype}, the dtype of the float inputs")
-    if out.get("device") != "cpu":
-        return fail(Verdict.WRONG_ANSWER, Check.DEVICE, f"returned a tensor on {out.get('device')}; expected it on cpu, where the inputs are")
+    if problem := _result_problem(reply, spec, case):
+        return fail(Verdict.WRONG_ANSWER, *problem)
 
     detailed = case.public or spec.hidden_case_details
-    tolerance, gradient_tolerance = spec.tolerances(case.family, case.dtype)
-    values = compare_values(expected.output, need(tensors, "output"), tolerance, show_values=case.public)
-    if detailed:
-        result.max_abs, result.max_rel = values.max_abs, values.max_rel
-    if not values.passed:
-        headline = "the logits are not close to the expected ones"
-        if not detailed:
-            return fail_hidden(Check.VALUES, headline, values, tolerance)
-        return fail(Verdict.WRONG_ANSWER, Check.VALUES, f"{headline}\n{values.message}")
+    _, gradient_tolerance = spec.tolerances(case.family, case.dtype)
+    for index, (declared, want) in enumerate(zip(spec.outputs, expected.outputs, strict=True)):
+        got = need(tensors, "output" if spec.returns == "tensor" else f"output_{index}")
+        headline = f"the values of {declared.what} are not close to the expected ones"
+        if declared.exact:
+            if not bitwise_equal(want.to(got.dtype), got):
+                return fail(Verdict.WRONG_ANSWER, Check.VALUES, f"{headline} (compared exactly: {declared.dtype})")
+            continue
+        tolerance = spec.output_tolerance(declared, case.family, case.dtype)
+        values = compare_values(want, got, tolerance, show_values=case.public, scale_floor=declared.scale_floor)
+        if detailed and (index == 0 or not values.passed):
+            result.max_abs, result.max_rel = values.max_abs, values.max_rel
+        if not values.passed:
+            if not detailed:
+                return fail_hidden(Check.VALUES, headline, values, tolerance)
+            return fail(Verdict.WRONG_ANSWER, Check.VALUES, f"{headline}\n{values.message}")
 
-    changed = [name for name in INPUT_NAMES if not bitwise_equal(case.inputs[name], need(tensors, f"after_{name}"))]
+    changed = [name for name, tensor in case.inputs.items() if not bitwise_equal(tensor, need(tensors, f"after_{name}"))]
     if changed:
         return fail(Verdict.WRONG_ANSWER, Check.INPUTS, f"modified its input {', '.join(changed)} in place; inputs must be left unchanged")
 
-    for name in DIFFERENTIABLE_INPUTS:
+    for name in case.differentiable:
         grad = compare_values(expected.grads[name], need(tensors, f"grad_{name}"), gradient_tolerance, show_values=case.public)
         if not grad.passed:
-            if detailed:  # the table shows the error of what failed: this gradient, not the logits
+            if detailed:  # the table shows the error of what failed: this gradient, not the outputs
                 result.max_abs, result.max_rel = grad.max_abs, grad.max_rel
             cut = "" if reply.get("differentiable") else " (the result does not require grad: it is cut off from the inputs' autograd graph)"
             headline = f"the gradient reaching {name} is wrong{cut}"
@@ -179,6 +177,43 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
                 return fail_hidden(Check.GRADIENT, headline, grad, gradient_tolerance)
             return fail(Verdict.WRONG_ANSWER, Check.GRADIENT, f"{headline}\n{grad.message}")
     result.status = PASSED
+
+
+def _result_problem(reply: dict[str, Any], spec: Spec, case: Case) -> tuple[Check, str] | None:
+    """Why what the call returned is not of the declared type, shape, dtype or device, or None."""
+    out = reply.get("output", {})
+    if spec.returns == "tensor":
+        return _tensor_problem(out, spec.outputs[0], case.output_shapes[0], case.dtype, "")
+    count = len(spec.outputs)
+    names = ", ".join(o.name for o in spec.outputs)
+    if out.get("type") != "tuple":
+        return Check.TYPE, f"returned a {out.get('type')}; expected a tuple of {count} tensors ({names})"
+    if out.get("length") != count:
+        return Check.TYPE, f"returned a tuple of {out.get('length')} elements; expected {count} ({names})"
+    for index, (declared, shape) in enumerate(zip(spec.outputs, case.output_shapes, strict=True)):
+        parts = reply.get("parts", [])
+        if problem := _tensor_problem(parts[index] if index < len(parts) else {}, declared, shape, case.dtype, f"element {index} ({declared.name}): "):
+            return problem
+    return None
+
+
+def _tensor_problem(out: dict[str, Any], declared: Output, shape: tuple[int, ...], case_dtype: str, where: str) -> tuple[Check, str] | None:
+    if out.get("type") != "torch.Tensor":
+        return Check.TYPE, f"{where}returned a {out.get('type')}; expected a torch.Tensor (exactly, not a subclass)"
+    if out.get("shape") != list(shape):
+        named = f"{declared.shape} = " if declared.shape else ""
+        return Check.SHAPE, f"{where}returned shape {tuple(out.get('shape', ()))}; expected {named}{_shape_text(shape)}"
+    dtype = declared.dtype_for(case_dtype)
+    if out.get("dtype") != dtype:
+        why = ", the dtype of the float inputs" if declared.dtype == FLOAT else ""
+        return Check.DTYPE, f"{where}returned dtype {out.get('dtype')}; expected {dtype}{why}"
+    if out.get("device") != "cpu":
+        return Check.DEVICE, f"{where}returned a tensor on {out.get('device')}; expected it on cpu, where the inputs are"
+    return None
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return f"({shape[0]},)" if len(shape) == 1 else f"({', '.join(map(str, shape))})"
 
 
 def classify_exit(exit: Exit, limits: Limits, during: str) -> tuple[Verdict, str]:
@@ -319,7 +354,7 @@ def _cases(spec: Spec, hidden_seed: str, public_only: bool, prepared: Prepared |
     from grader.expected import expected_for
 
     cases = make_cases(spec, hidden_seed, public_only)
-    return cases, partial(_expected_of, expected_for, cases)
+    return cases, lambda index: expected_for(cases[index], spec)
 
 
 def _run_cases(child: Child, cases: list[Case], expected_of: Callable[[int], Expected], results: list[CaseResult], spec: Spec) -> Received:
@@ -334,7 +369,7 @@ def _run_cases(child: Child, cases: list[Case], expected_of: Callable[[int], Exp
             child.stderr.hold_back()
         expected = cache(partial(expected_of, index))  # computed while the child computes the case, read once it answers
         try:
-            reply, tensors = child.request(*case.request(), protocol.expect_result(case), spec.limits.case_seconds, meanwhile=expected)
+            reply, tensors = child.request(*case.request(), protocol.expect_result(case, spec), spec.limits.case_seconds, meanwhile=expected)
             result.seconds = child.answered_at - started
             judge_reply(case, expected(), reply, tensors, spec, result)
             if not result.passed:
@@ -370,10 +405,6 @@ def overall(results: list[CaseResult], public_only: bool = False) -> tuple[Verdi
         return Verdict.ACCEPTED, PUBLIC_PASSED.format(len(results)) if public_only else f"all {len(results)} cases passed"
     passed = sum(r.passed for r in results)
     return Verdict(first.status), f"case {first.name} failed ({passed} of {len(results)} cases passed): {first.message}"
-
-
-def _expected_of(expected_for: Callable[[Case], Expected], cases: list[Case], index: int) -> Expected:
-    return expected_for(cases[index])
 
 
 def _check_policy(source: bytes, tree: ast.Module, spec: Spec, static_check: bool) -> None:
@@ -425,7 +456,9 @@ def grade(
     if prepared is not None and (prepared.seed_id, prepared.public_only) != (seed_public_id(hidden_seed), public_only):
         raise ValueError("the prepared cases were made for another seed or another choice of public cases")
     started = time.monotonic()
-    report = Report(Verdict.GRADER_ERROR, "", str(path), seed_public_id(hidden_seed), backend, public_only=public_only)
+    report = Report(
+        Verdict.GRADER_ERROR, "", str(path), seed_public_id(hidden_seed), backend, public_only=public_only, problem=spec.id, problem_digest=spec.digest
+    )
     cases: list[Case] = []
     received: Received = {}  # case name -> what the child returned, failing cases only
     try:
@@ -455,7 +488,7 @@ def grade(
             except Rejection as rejection:
                 report.verdict, report.message = rejection.verdict, rejection.message
         _keep_output(report, child)
-    if report.verdict == Verdict.WRONG_ANSWER:
+    if report.verdict == Verdict.WRONG_ANSWER and spec.diagnosis:  # a package with probe cases (grader/diagnosis.py)
         from grader.diagnosis import diagnose
 
         report.diagnosis = diagnose(cases, report.cases, received, spec)

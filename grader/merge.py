@@ -9,7 +9,6 @@ not a result of the grader. Then the batch's own summary, and its exit status.
 """
 
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -23,10 +22,10 @@ from grader.batch.store import kept
 from grader.batch.summary import conclude
 from grader.formats.points import DEFAULT_POINTS, points_value
 from grader.results import Verdict
-from grader.spec import SPEC_PATH, load_spec
+from grader.spec import SetupError, Spec, UnknownProblem, add_problem_arguments, problem_spec, spec_of_arguments
 
 # What must agree across the shards of one batch, with what to say when it does not.
-SAME = {"seed_id": "seeds", "grader_version": "grader versions", "spec_sha256": "spec files"}
+SAME = {"problem": "problems", "seed_id": "seeds", "grader_version": "grader versions", "spec_sha256": "problem packages"}
 VERDICTS = {v.value for v in Verdict}
 
 
@@ -44,9 +43,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--points", type=points_value, default=DEFAULT_POINTS, metavar="P", help=f"the points of a submission, as for batch (default {DEFAULT_POINTS:g})"
     )
-    parser.add_argument(
-        "--spec", type=Path, default=SPEC_PATH, help="the spec the shards were graded with, whose [scoring] counts the points (default: problem/spec.toml)"
-    )
+    add_problem_arguments(parser)  # the problem the shards were graded for, whose [scoring] counts the points
     return parser.parse_args(argv)
 
 
@@ -85,7 +82,8 @@ def read_shard(path: Path) -> dict[str, tuple[str, dict[str, Any], int]]:
     return latest
 
 
-def merge(shards: list[Path], out: Path, csv_path: Path | None, log: TextIO, spec_path: Path = SPEC_PATH, points: float = DEFAULT_POINTS) -> int:
+def merge(shards: list[Path], out: Path, csv_path: Path | None, log: TextIO, spec: Spec | None = None, points: float = DEFAULT_POINTS) -> int:
+    """spec: the problem the shards were graded for (the default problem's when None)."""
     seen: set[Path] = set()
     for path in shards:
         if path.resolve() in seen:
@@ -97,11 +95,8 @@ def merge(shards: list[Path], out: Path, csv_path: Path | None, log: TextIO, spe
         if target is not None and not target.resolve().parent.is_dir():
             raise UsageError(f"{option} {target}: no such folder {target.parent}")
 
-    try:
-        spec_sha256 = hashlib.sha256(spec_path.read_bytes()).hexdigest()
-        counting = Counting(load_spec(spec_path.resolve()).scoring, points)
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise UsageError(f"cannot use the spec file {spec_path}: {error}") from None
+    spec = spec or problem_spec()
+    spec_sha256, counting = spec.digest, Counting(spec.scoring, points)
 
     merged: dict[str, tuple[str, dict[str, Any], str]] = {}  # id -> (line as written, result, file:line)
     first: tuple[dict[str, Any], str] | None = None  # a result to compare every other with, and where it is
@@ -118,17 +113,18 @@ def merge(shards: list[Path], out: Path, csv_path: Path | None, log: TextIO, spe
             if first is None:
                 first = (line, where)
             for key, what in SAME.items():
-                if line[key] != first[0][key]:
+                if line.get(key) != first[0].get(key):
                     raise UsageError(
-                        f"different {what}: {where} has {key} {line[key]!r} but {first[1]} has {first[0][key]!r}; the shards of one "
-                        "batch are graded with one seed, spec file and grader version (rerun the odd shard's batch with the others' settings)"
+                        f"different {what}: {where} has {key} {line.get(key)!r} but {first[1]} has {first[0].get(key)!r}; the shards of one "
+                        "batch are graded with one problem, seed, package and grader version (rerun the odd shard's batch with the others' settings)"
                     )
             merged[submission_id] = (raw, line, where)
 
     if first is not None and first[0]["spec_sha256"] != spec_sha256:
         raise UsageError(
-            f"the shards were graded with another spec file than {spec_path} ({first[1]} has spec_sha256 {first[0]['spec_sha256']}); "
-            "pass the one they were graded with as --spec, so that the points are counted by its [scoring]"
+            f"the shards were graded with another problem package than {spec.id} as installed here ({first[1]} has problem "
+            f"{first[0].get('problem') or 'mlm-forward-tied'}, spec_sha256 {first[0]['spec_sha256']}); pass the problem they were graded for "
+            "as --problem, with the package they were graded with, so that the points are counted by its [scoring]"
         )
     ordered = sorted(merged)
     temporary = out.with_name(f".{out.name}.{os.getpid()}.tmp")
@@ -145,8 +141,8 @@ def merge(shards: list[Path], out: Path, csv_path: Path | None, log: TextIO, spe
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     try:
-        return merge(args.shards, args.out, args.csv, sys.stdout, args.spec, args.points)
-    except UsageError as error:
+        return merge(args.shards, args.out, args.csv, sys.stdout, spec_of_arguments(args), args.points)
+    except (UsageError, UnknownProblem, SetupError) as error:
         print(f"grader merge: {error}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as error:

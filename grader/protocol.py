@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # torch is imported where a tensor is built (see grader/child
     from torch import Tensor
 
     from grader.cases import Case
+    from grader.spec import Spec
 
 MAX_TEXT = 16_000  # characters kept of an error text; the rest is cut with a note
 
@@ -68,14 +69,16 @@ STARTUP = Expectation(kinds=("hello", *LOADED.kinds))  # what the reader accepts
 FINISH = Expectation(kinds=("finished",))  # after the last case: the guard's last, full check
 
 
-def expect_result(case: Case) -> Expectation:
-    """A case's result may carry the output (M, V) in the case's dtype, each input as it was after
-    the call (its own dtype and shape), and each gradient (the input's shape, the case's dtype)."""
+def expect_result(case: Case, spec: Spec) -> Expectation:
+    """A case's result may carry each output (output, or output_<i> for a tuple) with its shape and
+    dtype, each tensor input as it was after the call (its own dtype and shape), and each gradient
+    (the input's shape, the case's dtype)."""
     header, inputs = case.request()
-    m, v = case.grad_output.shape[0], case.inputs["w_emb"].shape[0]
-    tensors = {"output": TensorSpec(case.dtype, (m, v))}
-    for name in header["inputs"]:
-        tensors[f"after_{name}"] = TensorSpec(_dtype_name(inputs[name]), tuple(inputs[name].shape))
+    outputs = [TensorSpec(declared.dtype_for(case.dtype), shape) for declared, shape in zip(spec.outputs, case.output_shapes, strict=True)]
+    tensors = {"output": outputs[0]} if spec.returns == "tensor" else {f"output_{i}": out for i, out in enumerate(outputs)}
+    for name, kind in header["call"]:
+        if kind == "tensor":
+            tensors[f"after_{name}"] = TensorSpec(_dtype_name(inputs[name]), tuple(inputs[name].shape))
     for name in header["differentiable"]:
         tensors[f"grad_{name}"] = TensorSpec(case.dtype, tuple(inputs[name].shape))
     return Expectation(kinds=("result",), case=case.name, dtype=case.dtype, tensors=tensors)
@@ -171,6 +174,7 @@ def _output(value: Any, where: str) -> dict[str, Any]:
     schema = {
         "type": _one_line,
         "plain": _flag,
+        "length": _count,
         "layout": _name(r"(torch\.)?[a-z_]{1,32}"),
         "shape": _shape,
         "dtype": _name(r"[a-z][a-z0-9_]{0,31}"),
@@ -179,11 +183,27 @@ def _output(value: Any, where: str) -> dict[str, Any]:
     return _fields(value, where, schema, required=("type",))
 
 
+def _count(value: Any, where: str) -> int:
+    if type(value) is not int or not 0 <= value < 1 << 62:
+        raise ProtocolError(f"{where} must be a non-negative integer")
+    return value
+
+
+def _parts(value: Any, where: str) -> list[dict[str, Any]]:
+    """The description of each element of a returned tuple (a tuple-returning problem's)."""
+    if not isinstance(value, list) or len(value) > MAX_PARTS:
+        raise ProtocolError(f"{where} must be a list of at most {MAX_PARTS} descriptions")
+    return [_output(part, f"{where}[{i}]") for i, part in enumerate(value)]
+
+
+MAX_PARTS = 64  # elements of a returned tuple the child describes (more is a wrong answer: the length says so)
+
 RESULT_FIELDS: dict[str, Callable[[Any, str], Any]] = {
     "kind": _short_text,
     "name": _short_text,
     "seconds": _seconds,
     "output": _output,
+    "parts": _parts,
     "differentiable": _flag,
     "phase": _phase,
     "error": _text,
@@ -206,7 +226,21 @@ Described = list[tuple[str, str, tuple[int, ...]]]  # a frame's tensors as its h
 def _may_differ(name: str) -> bool:
     """An output or an input after the call of another dtype or shape is a wrong answer, judged
     from its description, not a protocol error; a gradient always has its input's shape."""
-    return name == "output" or name.startswith("after_")
+    return _is_output(name) or name.startswith("after_")
+
+
+def _is_output(name: str) -> bool:
+    return name == "output" or name.startswith("output_")
+
+
+def _description(reply: dict[str, Any], name: str) -> dict[str, Any]:
+    """What the result says of the output tensor `name`: "output" is described in reply["output"],
+    "output_<i>" in reply["parts"][i]."""
+    if name == "output":
+        return reply.get("output", {})
+    index = name.removeprefix("output_")
+    parts = reply.get("parts", [])
+    return parts[int(index)] if index.isdigit() and int(index) < len(parts) else {}
 
 
 def check(header: dict[str, Any], described: Described, expect: Expectation) -> dict[str, Any]:
@@ -230,8 +264,9 @@ def check(header: dict[str, Any], described: Described, expect: Expectation) -> 
             raise ProtocolError(f"a tensor named {name[:40]!r}, which the case does not have")
         if TensorSpec(dtype, shape) != spec and not _may_differ(name):
             raise ProtocolError(f"tensor {name} is {dtype} of shape {shape}; it must be {spec.dtype} of shape {spec.shape}")
-        if name == "output" and (reply.get("output", {}).get("shape") != list(shape) or reply["output"].get("dtype") != dtype):
-            raise ProtocolError("the result describes its output with another shape or dtype than the output tensor it sent")
+        described_as = _description(reply, name) if _is_output(name) else None
+        if described_as is not None and (described_as.get("shape") != list(shape) or described_as.get("dtype") != dtype):
+            raise ProtocolError(f"the result describes its {name} with another shape or dtype than the {name} tensor it sent")
     return reply
 
 
@@ -247,7 +282,7 @@ def read_tensors(stream: BinaryIO, described: Described, expect: Expectation) ->
             tensors[name] = wire.read_tensor(stream, dtype, shape)
             continue
         wire.skip(stream, wire.tensor_bytes(dtype, shape))
-        if name != "output":
+        if not _is_output(name):
             import torch
 
             tensors[name] = torch.empty(0, dtype=getattr(torch, dtype))

@@ -9,6 +9,16 @@ from grader.spec import PROBE_FAMILY, Spec
 FAMILY_HINT_CHECKS = {"soft_mask": {Check.SHAPE}}  # any other family's: WRONG_NUMBERS
 
 
+# What a failure pattern usually means whatever the problem; a package's [hints] may say it in its own terms.
+DEFAULT_HINTS = {
+    "gradient": (
+        "Only the gradient check fails: the values are right but the gradients are not, so a step is cut off from autograd. "
+        "Every step must stay on the autograd graph (no torch.no_grad(), .detach(), .numpy() or .item())."
+    ),
+    "inputs": "Only the inputs check fails: an in-place operation (x += ..., .add_(), item assignment) changed an argument; work on new tensors instead.",
+}
+
+
 def hints(report: Report, spec: Spec) -> list[str]:
     """What a failure pattern usually means: every failing case fails one kind of check, or (when
     some cases pass) every failing case shares a family or a dtype. The probe cases are no trait
@@ -16,7 +26,6 @@ def hints(report: Report, spec: Spec) -> list[str]:
     failed = [c for c in report.cases if c.status == Verdict.WRONG_ANSWER]
     if not failed:
         return []
-    from grader.diagnosis import CONCLUSIONS  # here: it imports torch, which a batch imports only once its children start
 
     found = []
     checks = {c.check for c in failed}
@@ -25,18 +34,21 @@ def hints(report: Report, spec: Spec) -> list[str]:
         family = next(iter(families)) if len(families) == 1 else None
         if family and spec.families[family].hint and checks <= FAMILY_HINT_CHECKS.get(family, WRONG_NUMBERS):
             found.append(spec.families[family].hint)
-        if families and families != {"float64"} and all(c.dtype == "float64" for c in failed) and checks <= WRONG_NUMBERS:
-            found.append(spec.families["float64"].hint)
-    # The diagnosis, where the probes ran, already says where the gradient is cut: a hint naming a
-    # place of its own could contradict it.
-    if checks == {Check.GRADIENT} and not any(s in report.diagnosis for s in (CONCLUSIONS["gradient_outside"], CONCLUSIONS["gradient_blocks"])):
-        found.append(
-            "Only the gradient check fails: the values are right but the gradients are not, so a step is cut off from autograd. "
-            "Every step must stay on the autograd graph (no torch.no_grad(), .detach(), .numpy() or .item()), the head "
-            "included: it must use w_emb itself (x @ w_emb.T), not a detached or copied matrix."
-        )
+        float64 = spec.families.get("float64")
+        if float64 and float64.hint and families and families != {"float64"} and all(c.dtype == "float64" for c in failed) and checks <= WRONG_NUMBERS:
+            found.append(float64.hint)
+    if checks == {Check.GRADIENT} and not _diagnosis_placed_gradient(report, spec):
+        found.append(spec.hints.get("gradient", DEFAULT_HINTS["gradient"]))
     if checks == {Check.INPUTS}:
-        found.append(
-            "Only the inputs check fails: an in-place operation (x += ..., .add_(), item assignment) changed an argument; work on new tensors instead."
-        )
+        found.append(spec.hints.get("inputs", DEFAULT_HINTS["inputs"]))
     return found
+
+
+def _diagnosis_placed_gradient(report: Report, spec: Spec) -> bool:
+    """The diagnosis, where the probes ran, already says where the gradient is cut: a hint naming a
+    place of its own could contradict it."""
+    if not spec.diagnosis:
+        return False
+    from grader.diagnosis import CONCLUSIONS  # here: it imports torch, which a batch imports only once its children start
+
+    return any(s in report.diagnosis for s in (CONCLUSIONS["gradient_outside"], CONCLUSIONS["gradient_blocks"]))

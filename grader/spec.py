@@ -1,7 +1,10 @@
-"""The challenge's contract, read from problem/spec.toml into typed objects."""
+"""A challenge's contract, read from its package's problem/<id>/problem.toml into typed objects
+(docs/problem-packages.md), with the harness's base policy (grader/base_policy.toml) merged in."""
 
+import argparse
 import hashlib
 import importlib
+import os
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -10,7 +13,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SPEC_PATH = ROOT / "problem" / "spec.toml"
+PROBLEMS = ROOT / "problem"  # problem/<id>/problem.toml, one folder per challenge
+DEFAULT_PROBLEM = "mlm-forward-tied"
+SPEC_PATH = PROBLEMS / DEFAULT_PROBLEM / "problem.toml"
+BASE_POLICY_PATH = Path(__file__).resolve().parent / "base_policy.toml"
 PROBE_FAMILY = "probes"  # the hidden cases the diagnosis reads (grader/diagnosis.py)
 
 # The [policy] lists the child reads: its runtime guard and the capabilities of grader/child/restricted.py.
@@ -87,6 +93,41 @@ class CaseTemplate:
     settings: dict[str, Any]
 
 
+PARAMETER_TYPES = ("tensor", "int", "float", "bool")
+FLOAT = "float"  # a dtype written "float" is the case's own: float32 or float64
+RETURNS = ("tensor", "tuple")
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One positional parameter of the entry point: a tensor (of the case's float dtype, or a fixed
+    one) or a Python scalar."""
+
+    name: str
+    type: str  # one of PARAMETER_TYPES
+    dtype: str = ""  # tensors: FLOAT or a torch dtype name (int64, bool, ...)
+
+
+@dataclass(frozen=True)
+class Output:
+    """One returned tensor: its dtype rule, how messages name it and its shape, and how it is judged."""
+
+    name: str
+    dtype: str  # FLOAT (the case's dtype) or a fixed torch dtype name
+    shape: str  # how the statement writes the expected shape, for messages: "(M, vocab_size)"
+    what: str  # how a message names it: "the logits"
+    scale_floor: float = 0.0  # the tolerance's scale is max(max|expected|, scale_floor)
+    tolerance: dict[str, float] = field(default_factory=dict)  # dtype -> override of the spec's tolerance
+
+    def dtype_for(self, case_dtype: str) -> str:
+        return case_dtype if self.dtype == FLOAT else self.dtype
+
+    @property
+    def exact(self) -> bool:
+        """Integer and bool outputs are compared exactly."""
+        return self.dtype != FLOAT and not self.dtype.startswith(("float", "bfloat", "complex"))
+
+
 SCORING_MODES = ("all_or_nothing", "per_case")
 
 
@@ -104,9 +145,7 @@ class Scoring:
 @dataclass(frozen=True)
 class Spec:
     entry_point: str
-    parameters: tuple[str, ...]
-    mask_threshold: float
-    layer_norm_eps: float
+    parameters: tuple[Parameter, ...]
     limits: Limits
     tolerance: dict[str, float]  # dtype name -> tolerance on outputs
     gradient_tolerance: dict[str, float]  # dtype name -> tolerance on gradients
@@ -119,6 +158,28 @@ class Spec:
     scoring: Scoring = field(default_factory=Scoring)
     hidden_case_details: bool = False  # [report]: full mismatch detail for hidden cases too (practice only)
     known_mistakes: bool = True  # [diagnosis]: name a known mistake when a wrong answer's output matches one
+    id: str = DEFAULT_PROBLEM
+    title: str = ""
+    returns: str = "tensor"  # "tensor": one tensor; "tuple": a tuple of len(outputs) tensors
+    outputs: tuple[Output, ...] = ()
+    gradient_wrt: tuple[str, ...] = ()  # tensor parameters whose gradient is checked
+    constants: dict[str, Any] = field(default_factory=dict)  # [problem.constants]
+    hints: dict[str, str] = field(default_factory=dict)  # [hints]: check kind -> what it usually means
+    diagnosis: bool = False  # [diagnosis] probes: the package's probe cases localise a wrong answer (grader/diagnosis.py)
+    digest: str = ""  # sha256 of the package's files (problem/<id>/ and reference/<module>/): reports, resume and merge carry it
+
+    @property
+    def parameter_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.parameters)
+
+    @property
+    def tensor_parameters(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.parameters if p.type == "tensor")
+
+    @property
+    def module(self) -> str:
+        """The package of its hidden side: reference/<id, "-" written "_">."""
+        return "reference." + self.id.replace("-", "_")
 
     def seed_warnings(self, hidden_seed: str, public_only: bool = False) -> list[str]:
         """What a report must say about its seed: hidden cases from the fixed local seed are no secret."""
@@ -128,6 +189,11 @@ class Spec:
             f"the hidden cases come from the fixed local seed (no {self.seed_env_var} and no --seed), which anyone can reproduce: "
             f"set a secret seed in {self.seed_env_var} before grading for real"
         ]
+
+    def output_tolerance(self, output: Output, family: str, dtype: str) -> float:
+        """The tolerance on one output: the family's override, else the output's own, else the spec's."""
+        overrides = self.families[family].tolerance
+        return overrides.get(dtype, output.tolerance.get(dtype, self.tolerance[dtype]))
 
     def tolerances(self, family: str, dtype: str) -> tuple[float, float]:
         """(tolerance on outputs, tolerance on gradients) for a case of this family and dtype."""
@@ -169,7 +235,9 @@ def _scoring(table: dict[str, Any], families: dict[str, Family]) -> Scoring:
     return Scoring(mode, {family: float(weight) for family, weight in weights.items()})
 
 
-def parse_spec(data: dict[str, Any]) -> Spec:
+def parse_spec(data: dict[str, Any], base_policy: dict[str, Any] | None = None, digest: str = "") -> Spec:
+    """The spec of a problem.toml's data; its [policy] is merged into base_policy (the harness's own,
+    grader/base_policy.toml, when None)."""
     defaults = data["defaults"]
     families = {}
     for raw in data["families"]:
@@ -185,24 +253,106 @@ def parse_spec(data: dict[str, Any]) -> Spec:
             gradient_tolerance=raw.get("gradient_tolerance", {}),
         )
     problem = data["problem"]
+    parameters = _parameters(data.get("parameters", []))
+    outputs = _outputs(data.get("outputs", []))
+    returns = problem.get("returns", "tensor")
+    if returns not in RETURNS or (returns == "tensor" and len(outputs) != 1):
+        raise ValueError(f'[problem] returns must be "tensor" (with one [[outputs]] table) or "tuple", not {returns!r} with {len(outputs)} outputs')
+    gradient_wrt = tuple(problem.get("gradient_wrt", ()))
+    tensors = [p.name for p in parameters if p.type == "tensor"]
+    if unknown := [name for name in gradient_wrt if name not in tensors]:
+        raise ValueError(f"[problem] gradient_wrt names {unknown[0]!r}, which is not a tensor parameter ({', '.join(tensors)})")
+    diagnosis = data.get("diagnosis", {})
     return Spec(
+        id=problem["id"],
+        title=problem.get("title", problem["id"]),
         entry_point=problem["entry_point"],
-        parameters=tuple(problem["parameters"]),
-        mask_threshold=problem["mask_threshold"],
-        layer_norm_eps=problem["layer_norm_eps"],
+        parameters=parameters,
+        returns=returns,
+        outputs=outputs,
+        gradient_wrt=gradient_wrt,
+        constants=dict(problem.get("constants", {})),
+        hints=dict(data.get("hints", {})),
         limits=Limits(**data["limits"]),
         tolerance={k: v for k, v in data["tolerance"].items() if not isinstance(v, dict)},
-        gradient_tolerance=dict(data["tolerance"]["gradient"]),
+        gradient_tolerance=dict(data["tolerance"].get("gradient", {})),
         public_seed=data["seeds"]["public"],
         default_hidden_seed=data["seeds"]["default_hidden"],
         seed_env_var=data["seeds"]["env_var"],
         families=families,
         templates=_templates(families, data.get("cases", [])),
-        policy=data.get("policy", {}),
+        policy=merge_policy(load_base_policy() if base_policy is None else base_policy, data.get("policy", {})),
         scoring=_scoring(data.get("scoring", {}), families),
         hidden_case_details=_flag(data.get("report", {}), "hidden_case_details"),
-        known_mistakes=_flag(data.get("diagnosis", {}), "known_mistakes", default=True),
+        known_mistakes=_flag(diagnosis, "known_mistakes", default=True),
+        diagnosis=_flag(diagnosis, "probes"),
+        digest=digest,
     )
+
+
+def _parameters(tables: list[dict[str, Any]]) -> tuple[Parameter, ...]:
+    parameters = []
+    for table in tables:
+        parameter = Parameter(table["name"], table["type"], table.get("dtype", ""))
+        if parameter.type not in PARAMETER_TYPES:
+            raise ValueError(f"parameter {parameter.name}: type must be one of {', '.join(PARAMETER_TYPES)}, not {parameter.type!r}")
+        if (parameter.type == "tensor") != bool(parameter.dtype):
+            raise ValueError(f'parameter {parameter.name}: a tensor has a dtype ("float" or a torch dtype name), a scalar none')
+        parameters.append(parameter)
+    if not parameters:
+        raise ValueError("the problem declares no [[parameters]]")
+    return tuple(parameters)
+
+
+def _outputs(tables: list[dict[str, Any]]) -> tuple[Output, ...]:
+    outputs = tuple(
+        Output(
+            name=table["name"],
+            dtype=table.get("dtype", FLOAT),
+            shape=table.get("shape", ""),
+            what=table.get("what", table["name"]),
+            scale_floor=float(table.get("scale_floor", 0.0)),
+            tolerance=dict(table.get("tolerance", {})),
+        )
+        for table in tables
+    )
+    if not outputs:
+        raise ValueError("the problem declares no [[outputs]]")
+    return outputs
+
+
+# A package's [policy] may only tighten the base: these lists are added to the base's ...
+ADDED_POLICY = ("forbidden_functions", "forbidden_operators", "forbidden_attributes", "forbidden_builtins")
+# ... and these may be given as a subset of the base's (what is allowed, only narrowed).
+NARROWED_POLICY = ("allowed_imports", "allowed_submodules", "allowed_dunders", "readable_dunders")
+
+
+def merge_policy(base: dict[str, Any], package: dict[str, Any]) -> dict[str, Any]:
+    """The base policy tightened by a package's: forbidden lists extended, allowed lists narrowed to
+    the package's subset. ValueError for a key the package may not set or an allowance it widens."""
+    merged = {key: list(value) for key, value in base.items()}
+    for key, value in package.items():
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"[policy] {key} must be a list of strings")
+        if key in ADDED_POLICY:
+            merged[key] = merged.get(key, []) + [v for v in value if v not in merged.get(key, [])]
+        elif key in NARROWED_POLICY:
+            if widened := [v for v in value if v not in base.get(key, [])]:
+                raise ValueError(f"[policy] {key} may only narrow the harness's base policy; it adds {widened[0]!r}")
+            merged[key] = list(value)
+        else:
+            raise ValueError(
+                f"[policy] {key} cannot be set by a problem package (it may add to {', '.join(ADDED_POLICY)}; narrow {', '.join(NARROWED_POLICY)})"
+            )
+    for key in ADDED_POLICY[:2]:
+        merged.setdefault(key, [])
+    return merged
+
+
+@cache
+def load_base_policy(path: Path = BASE_POLICY_PATH) -> dict[str, Any]:
+    with open(path, "rb") as f:
+        return tomllib.load(f)["policy"]
 
 
 def _flag(table: dict[str, Any], key: str, default: bool = False) -> bool:
@@ -214,10 +364,66 @@ def _flag(table: dict[str, Any], key: str, default: bool = False) -> bool:
 
 @cache
 def load_spec(path: Path = SPEC_PATH) -> Spec:
-    """The spec at path; SetupError, saying which file and why, when it cannot be read or used."""
+    """The spec at path (a package's problem.toml); SetupError, saying which file and why, when it
+    cannot be read or used."""
     try:
         with open(path, "rb") as f:
-            return parse_spec(tomllib.load(f))
+            return parse_spec(tomllib.load(f), digest=package_digest(path))
     except Exception as error:  # noqa: BLE001 - a missing file, bad TOML, a missing key, a wrong type: all the set-up's
         why = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         raise SetupError(f"the spec file {path} cannot be used ({type(error).__name__}: {why})") from error
+
+
+def package_digest(spec_path: Path) -> str:
+    """sha256 over what decides a challenge's verdicts: the harness's base policy and, for an
+    installed package (problem/<id>/problem.toml), every file of problem/<id>/ and of its hidden side
+    reference/<module>/ where the checkout has it (the kit has none); for a spec file elsewhere (a
+    test's), that file. Reports, results lines, resume and merge carry it, so that a batch never
+    resumes across a changed package."""
+    digest = hashlib.sha256(BASE_POLICY_PATH.read_bytes() if BASE_POLICY_PATH.is_file() else b"")
+    folder = spec_path.parent
+    if spec_path.name != "problem.toml" or folder.parent != PROBLEMS:
+        digest.update(spec_path.read_bytes())
+        return digest.hexdigest()
+    hidden = ROOT / "reference" / folder.name.replace("-", "_")
+    for root in (folder, hidden):
+        if not root.is_dir():
+            continue
+        for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.name != "solution.py"):
+            digest.update(f"{path.relative_to(root.parent).as_posix()}\0".encode())
+            digest.update(path.read_bytes())
+            digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def problem_ids(folder: Path = PROBLEMS) -> list[str]:
+    """The challenges installed: every problem/<id>/ with a problem.toml."""
+    return sorted(path.parent.name for path in folder.glob("*/problem.toml"))
+
+
+class UnknownProblem(ValueError):
+    """A caller named a challenge that is not installed (a usage error, not the set-up's)."""
+
+
+def problem_spec(problem_id: str = DEFAULT_PROBLEM) -> Spec:
+    """The spec of an installed challenge; UnknownProblem naming the ones there are when it is not one."""
+    if problem_id not in problem_ids():
+        known = ", ".join(problem_ids()) or "none"
+        raise UnknownProblem(f"there is no problem {problem_id!r} (problems: {known}; `python -m grader problems` lists them)")
+    return load_spec(PROBLEMS / problem_id / "problem.toml")
+
+
+def add_problem_arguments(parser: argparse.ArgumentParser) -> None:
+    """--problem ID and --spec FILE, for every command that grades or counts."""
+    parser.add_argument(
+        "--problem",
+        default=os.environ.get("MLM_GRADER_PROBLEM", DEFAULT_PROBLEM),
+        metavar="ID",
+        help=f"the challenge (default {DEFAULT_PROBLEM}, or MLM_GRADER_PROBLEM when set); python -m grader problems lists them",
+    )
+    parser.add_argument("--spec", type=Path, help="a problem.toml to use instead of the installed package's (for testing the grader)")
+
+
+def spec_of_arguments(args: argparse.Namespace) -> Spec:
+    """The spec --spec or --problem names; SetupError when it cannot be used."""
+    return load_spec(args.spec.resolve()) if args.spec else problem_spec(args.problem)

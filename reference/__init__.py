@@ -1,5 +1,2 @@
-"""The hidden reference for the tied-head MLM forward pass (never shipped to candidates)."""
-
-from reference.mlm import mlm_forward_tied
-
-__all__ = ["mlm_forward_tied"]
+"""The hidden side of each challenge, one package per problem (reference/<id with _ for ->/), never
+shipped to candidates: see docs/problem-packages.md."""

@@ -35,7 +35,7 @@ def ordinary_files(folder: str) -> list[Path]:
 
 def fast_spec(tmp_dir: Path) -> Path:
     """The real spec with short wall-clock limits, so that time-limit tests finish quickly."""
-    text = (ROOT / "problem" / "spec.toml").read_text()
+    text = (ROOT / "problem" / "mlm-forward-tied" / "problem.toml").read_text()
     text = text.replace("startup_seconds = 60", "startup_seconds = 8").replace("case_seconds = 10", "case_seconds = 3")
     assert "startup_seconds = 8" in text and "case_seconds = 3" in text
     path = tmp_dir / "spec.toml"

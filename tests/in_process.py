@@ -35,7 +35,7 @@ def cases_and_expected(spec: Spec, seed: str = SEED, public_only: bool = False) 
     """The cases and their expected results, drawn once per spec, seed and selection."""
     key = (id(spec), seed, public_only)
     if key not in _DRAWN:  # the spec is kept with its entry, so its id is not reused
-        _DRAWN[key] = spec, [(case, expected_for(case)) for case in make_cases(spec, seed, public_only)]
+        _DRAWN[key] = spec, [(case, expected_for(case, spec)) for case in make_cases(spec, seed, public_only)]
     return _DRAWN[key][1]
 
 
@@ -56,10 +56,10 @@ def entry_point(path: Path) -> Callable:
     return load(path).mlm_forward_tied
 
 
-def kept(case: Case, tensors: dict[str, Tensor]) -> dict[str, Tensor]:
+def kept(case: Case, tensors: dict[str, Tensor], spec: Spec) -> dict[str, Tensor]:
     """The tensors the grader keeps of a reply (grader/protocol.py): those of the dtype and shape the
     case expects; an output or an input after the call of another dtype or shape is read past."""
-    expected = protocol.expect_result(case).tensors
+    expected = protocol.expect_result(case, spec).tensors
     return {name: t for name, t in tensors.items() if expected.get(name) == protocol.TensorSpec(str(t.dtype).removeprefix("torch."), tuple(t.shape))}
 
 
@@ -72,7 +72,7 @@ def judge(fn: Callable, spec: Spec, seed: str = SEED, public_only: bool = False)
         started = time.perf_counter()
         reply, tensors = _run_calls(fn, *case.request(), "submission.py")
         result.seconds = time.perf_counter() - started
-        tensors = kept(case, tensors)
+        tensors = kept(case, tensors, spec)
         judge_reply(case, expected, reply, tensors, spec, result)
         if not result.passed:
             received[case.name] = reply, tensors

@@ -28,7 +28,7 @@ def without_timings(report: dict) -> dict:
 
 
 def test_the_stub_is_rejected_with_a_clear_message():
-    result = run_grader("problem/stub.py")  # the pristine stub: problem/solution.py is the candidate's to change
+    result = run_grader("problem/mlm-forward-tied/stub.py")  # the pristine stub: problem/solution.py is the candidate's to change
     assert result.returncode == 1
     assert "RUNTIME_ERROR" in result.stdout and "NotImplementedError: write mlm_forward_tied: see the statement, README.md next to this file" in result.stdout
 
@@ -209,7 +209,7 @@ def test_public_cases_can_be_saved_in_full_and_hidden_ones_never(tmp_path):
     assert saved == sorted(c.name for c in make_cases(load_spec(), "any hidden seed", public_only=True))
     import torch
 
-    from reference import mlm_forward_tied
+    from reference.mlm_forward_tied.reference import mlm_forward_tied
 
     case = torch.load(tmp_path / "public_tiny.pt", weights_only=True)
     inputs = {k: case[k] for k in ("input_ids", "w_emb", "pos_embed", "blocks_weights", "mask_indicator")}

@@ -127,7 +127,7 @@ def test_an_interrupt_ends_quietly(monkeypatch, capsys):
 def test_a_fault_in_the_middle_of_a_real_run_prints_a_report_and_no_traceback(tmp_path):
     # A limit of the wrong type passes the spec file's loading and fails the grader once the child runs.
     spec = tmp_path / "spec.toml"
-    spec.write_text((ROOT / "problem" / "spec.toml").read_text().replace("case_seconds = 10 ", 'case_seconds = "ten" '))
+    spec.write_text((ROOT / "problem" / "mlm-forward-tied" / "problem.toml").read_text().replace("case_seconds = 10 ", 'case_seconds = "ten" '))
     result = run_grader(str(CORRECT), "--json", "--spec", str(spec))
     assert "Traceback" not in result.stdout + result.stderr
     report = json.loads(result.stdout)

@@ -2,7 +2,7 @@
 
 Each non-hostile file in tests/submissions/wrong_answer says on a line `# diagnosis: KEY...` what
 its diagnosis must find, exactly: the probe conclusion (grader.diagnosis.CONCLUSIONS), the known
-mistake (a twin's name in reference/mistakes.py), "precision", or the checks not about numbers
+mistake (a twin's name in reference/mlm_forward_tied/mistakes.py), "precision", or the checks not about numbers
 (type, dtype, device, inputs). Every other file is a submission where those must not fire; the
 correct files get no diagnosis at all. The twins themselves, run as submissions, are named and
 localised too, so every sentence has a submission where it fires.
@@ -21,8 +21,8 @@ from grader.diagnosis import CONCLUSIONS, PROBES, analyse, localise
 from grader.formats.text import render_text
 from grader.results import CaseResult, Report, Verdict
 from grader.spec import load_spec, parse_spec
-from reference import mlm_forward_tied
-from reference.mistakes import MISTAKES, Twin
+from reference.mlm_forward_tied.mistakes import MISTAKES, Twin
+from reference.mlm_forward_tied.reference import mlm_forward_tied
 from tests import in_process
 from tests.grading import ROOT, SUBMISSIONS, grade_json, ordinary_files, run_grader
 
@@ -300,7 +300,7 @@ def test_known_mistakes_are_on_unless_the_spec_turns_them_off():
 def _spec_data() -> dict:
     import tomllib
 
-    return tomllib.loads((ROOT / "problem" / "spec.toml").read_text())
+    return tomllib.loads((ROOT / "problem" / "mlm-forward-tied" / "problem.toml").read_text())
 
 
 def test_the_text_report_shows_the_diagnosis_right_under_the_verdict():
@@ -321,7 +321,7 @@ def test_the_command_line_reports_the_diagnosis_and_an_exam_spec_names_no_mistak
     assert report["diagnosis"][1] == CONCLUSIONS["scores"]
 
     exam = tmp_path / "spec.toml"
-    exam.write_text((ROOT / "problem" / "spec.toml").read_text().replace("known_mistakes = true", "known_mistakes = false"))
+    exam.write_text((ROOT / "problem" / "mlm-forward-tied" / "problem.toml").read_text().replace("known_mistakes = true", "known_mistakes = false"))
     result = run_grader(wrong, "--spec", str(exam))
     lines = result.stdout.splitlines()
     assert lines[3].startswith("Diagnosis:  The embedding, the selection of rows and the tied head are right"), result.stdout

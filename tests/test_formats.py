@@ -309,7 +309,7 @@ def test_platform_formats_refuse_the_fixed_local_seed_unless_allowed(fmt, tmp_pa
 
 
 def test_per_case_scoring_with_family_weights_on_a_real_report(tmp_path):
-    text = (ROOT / "problem" / "spec.toml").read_text()
+    text = (ROOT / "problem" / "mlm-forward-tied" / "problem.toml").read_text()
     text = text.replace('mode = "all_or_nothing"', 'mode = "per_case"').replace("[scoring.weights]\n", "[scoring.weights]\nedge_shapes = 3\n")
     spec = tmp_path / "spec.toml"
     spec.write_text(text)
@@ -511,7 +511,7 @@ def test_every_format_renders_every_verdict(fmt):
 def test_a_wrong_scoring_table_is_refused_with_the_reason(table, why):
     import tomllib
 
-    data = tomllib.loads((ROOT / "problem" / "spec.toml").read_text())
+    data = tomllib.loads((ROOT / "problem" / "mlm-forward-tied" / "problem.toml").read_text())
     with pytest.raises(ValueError, match=why):
         parse_spec(data | {"scoring": table})
 

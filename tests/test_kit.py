@@ -112,8 +112,8 @@ def test_the_grader_modules_are_the_graders_own(kit: Path) -> None:
     for name in GRADER_MODULES:
         if name not in WRITTEN_FOR_THE_KIT:
             assert (kit / name).read_bytes() == (ROOT / name).read_bytes(), name
-    assert (kit / "solution.py").read_bytes() == (ROOT / "problem" / "stub.py").read_bytes()
-    assert (kit / "README.md").read_bytes() == (ROOT / "problem" / "README.md").read_bytes()
+    assert (kit / "solution.py").read_bytes() == (ROOT / "problem" / "mlm-forward-tied" / "stub.py").read_bytes()
+    assert (kit / "README.md").read_bytes() == (ROOT / "problem" / "mlm-forward-tied" / "README.md").read_bytes()
 
 
 def test_the_public_cases_are_the_graders_in_full(kit: Path) -> None:

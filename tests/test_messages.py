@@ -305,10 +305,10 @@ def test_a_run_cut_short_keeps_its_rows():
 
 
 def test_problem_stub_is_the_stub_and_raises_not_implemented():
-    stub = in_process.load(ROOT / "problem" / "stub.py")
+    stub = in_process.load(ROOT / "problem" / "mlm-forward-tied" / "stub.py")
     with pytest.raises(NotImplementedError, match="see the statement, README.md next to this file"):
         stub.mlm_forward_tied(None, None, None, None, None, 1)
-    tree = ast.parse((ROOT / "problem" / "stub.py").read_text())
+    tree = ast.parse((ROOT / "problem" / "mlm-forward-tied" / "stub.py").read_text())
     (function,) = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
     assert [a.arg for a in function.args.args] == list(SPEC.parameters)
 
@@ -347,7 +347,7 @@ def test_cases_and_dist_are_ignored_by_git():
 
 def test_messages_point_to_the_statement_not_to_a_repository_path():
     """A kit holder has README.md next to solution.py and no problem/ folder."""
-    for path in [*sorted((ROOT / "grader").rglob("*.py")), ROOT / "problem" / "stub.py"]:
+    for path in [*sorted((ROOT / "grader").rglob("*.py")), ROOT / "problem" / "mlm-forward-tied" / "stub.py"]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 assert "problem/README" not in node.value, f"{path}: {node.value[:80]}"

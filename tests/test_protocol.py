@@ -30,7 +30,7 @@ from tests.grading import ROOT, SUBMISSIONS, grade_json
 
 SPEC = load_spec()
 CASE = make_cases(SPEC, SPEC.default_hidden_seed, public_only=True)[0]
-EXPECT = protocol.expect_result(CASE)
+EXPECT = protocol.expect_result(CASE, SPEC)
 
 
 def honest_result(case=CASE) -> tuple[dict, dict]:
@@ -337,7 +337,7 @@ def test_an_extra_answer_cannot_answer_the_next_request():
         threading.Thread(target=answer_twice, daemon=True).start()
         child.request(*CASE.request(), EXPECT, seconds=10)
         with pytest.raises(ProtocolError, match=f"a result for case '{CASE.name}' while case '{second.name}' was running"):
-            child.request(*second.request(), protocol.expect_result(second), seconds=10)
+            child.request(*second.request(), protocol.expect_result(second, SPEC), seconds=10)
 
 
 def test_the_reader_queues_nothing_unchecked_and_stops_at_the_first_bad_frame():
@@ -483,7 +483,7 @@ needs_bubblewrap = pytest.mark.skipif(not bubblewrap_works(), reason="--no-stati
 
 
 def spec_file(tmp_path: Path, **limits) -> str:
-    text = (ROOT / "problem" / "spec.toml").read_text()
+    text = (ROOT / "problem" / "mlm-forward-tied" / "problem.toml").read_text()
     for key, value in limits.items():
         text, count = re.subn(rf"^{key} = \S+", f"{key} = {value}", text, flags=re.MULTILINE)
         assert count == 1, key

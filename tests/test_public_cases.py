@@ -9,7 +9,7 @@ from grader.cases import make_cases
 from grader.formats.json import to_json
 from grader.results import Verdict
 from grader.spec import PROBE_FAMILY, load_spec
-from reference.mistakes import MISTAKES
+from reference.mlm_forward_tied.mistakes import MISTAKES
 from tests import in_process
 from tests.grading import SUBMISSIONS, ordinary_files
 

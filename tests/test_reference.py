@@ -10,8 +10,7 @@ from torch import nn
 
 from grader.cases import make_cases
 from grader.spec import ROOT, load_spec
-from reference import mlm_forward_tied
-from reference.mlm import encode, encoder_block
+from reference.mlm_forward_tied.reference import encode, encoder_block, mlm_forward_tied
 
 CASES = make_cases(load_spec(), "reference-validation")
 
@@ -165,5 +164,5 @@ def test_worked_example_in_the_statement():
     assert out.tolist() == [[1.5, -0.5, 1.0]]
     (grad,) = torch.autograd.grad(out, w_emb, torch.tensor([[1.0, 0.0, 0.0]], dtype=torch.float64))
     assert grad.tolist() == [[2.5, -0.5], [0.0, 0.0], [0.0, 0.0]]
-    statement = (ROOT / "problem" / "README.md").read_text()
+    statement = (ROOT / "problem" / "mlm-forward-tied" / "README.md").read_text()
     assert "[[1.5, -0.5, 1.0]]" in statement and "[[2.5, -0.5], [0.0, 0.0], [0.0, 0.0]]" in statement

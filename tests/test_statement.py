@@ -7,8 +7,8 @@ import pytest
 
 from grader.spec import ROOT
 
-STATEMENT = (ROOT / "problem" / "README.md").read_text()
-SPEC = tomllib.loads((ROOT / "problem" / "spec.toml").read_text())
+STATEMENT = (ROOT / "problem" / "mlm-forward-tied" / "README.md").read_text()
+SPEC = tomllib.loads((ROOT / "problem" / "mlm-forward-tied" / "problem.toml").read_text())
 
 
 def spec_value(key: str):

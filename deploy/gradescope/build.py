@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 TREES = ("grader", "reference", "problem")
 FILES = {"requirements.txt": ROOT / "requirements.txt", "deploy/platform_grade.py": ROOT / "deploy" / "platform_grade.py"}
 SCRIPTS = {"setup.sh": HERE / "setup.sh", "run_autograder": HERE / "run_autograder"}
-DEFAULT_SEED = tomllib.loads((ROOT / "problem" / "spec.toml").read_text())["seeds"]["default_hidden"]  # no secret
+DEFAULT_SEED = tomllib.loads((ROOT / "problem" / "mlm-forward-tied" / "problem.toml").read_text())["seeds"]["default_hidden"]  # no secret
 
 
 def entries(seed: str, options: str) -> list[tuple[str, bytes, int]]:

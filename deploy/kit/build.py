@@ -1,6 +1,7 @@
-"""Build the candidate's kit: `make kit` writes dist/mlm-tied-head-kit.zip.
+"""Build the candidate's kit of a challenge: `make kit` writes dist/mlm-tied-head-kit.zip (the default
+problem's); `make kit PROBLEM=ID` dist/ID-kit.zip.
 
-    .venv/bin/python deploy/kit/build.py [--out dist/mlm-tied-head-kit.zip]
+    .venv/bin/python deploy/kit/build.py [--problem ID] [--out dist/<kit>.zip]
 
 The kit is everything a candidate receives, in one folder (mlm-tied-head-kit/): the statement
 (README.md), the stub (solution.py), the public cases in full (cases/<name>.pt, exactly what
@@ -37,10 +38,13 @@ from torch import __version__ as torch_version  # noqa: E402
 
 from grader import __version__  # noqa: E402
 from grader.cli import save_public_cases  # noqa: E402
-from grader.spec import SPEC_PATH, load_spec, parse_spec  # noqa: E402
+from grader.spec import DEFAULT_PROBLEM, PROBLEMS, Spec, UnknownProblem, parse_spec, problem_spec  # noqa: E402
 
-KIT = "mlm-tied-head-kit"  # the folder the zip unpacks to
-DEFAULT_OUT = ROOT / "dist" / f"{KIT}.zip"
+
+def kit_name(problem: str) -> str:
+    """The folder the zip unpacks to (and the zip's name): the default problem's kit keeps its first name."""
+    return "mlm-tied-head-kit" if problem == DEFAULT_PROBLEM else f"{problem}-kit"
+
 # The grader's modules check.py runs, copied byte for byte.
 COPIED = (
     "grader/cases.py",
@@ -64,6 +68,7 @@ COPIED = (
     "grader/sandbox/seccomp.py",
     "grader/sandbox/workdir.py",
     "grader/spec.py",
+    "grader/base_policy.toml",
     "grader/child/__init__.py",
     "grader/child/guard.py",
     "grader/child/restricted.py",
@@ -75,7 +80,9 @@ COPIED = (
     "grader/formats/points.py",
     "grader/formats/safe.py",
 )
-FILES = {"README.md": ROOT / "problem" / "README.md", "solution.py": ROOT / "problem" / "stub.py", "check.py": ROOT / "deploy" / "kit" / "check.py"}
+def package_files(problem: str) -> dict[str, Path]:
+    """The files the kit takes from the package (problem/<id>/, which holds nothing hidden) and check.py."""
+    return {"README.md": PROBLEMS / problem / "README.md", "solution.py": PROBLEMS / problem / "stub.py", "check.py": ROOT / "deploy" / "kit" / "check.py"}
 
 PACKAGE_INIT = f'''"""The grader's own modules, copied unchanged when this kit was built; check.py runs them. Do not edit
 them: the grader that judges your submission runs the same code."""
@@ -98,40 +105,43 @@ def kit_spec(data: dict[str, Any]) -> dict[str, Any]:
     kept = ("name", "description", "hint", "tolerance", "gradient_tolerance")
     return {
         "problem": data["problem"],
+        "parameters": data["parameters"],
+        "outputs": data["outputs"],
+        "hints": data.get("hints", {}),
         "limits": data["limits"],
         "tolerance": data["tolerance"],
         "report": {"hidden_case_details": False},
-        "diagnosis": {"known_mistakes": False},
+        "diagnosis": {"known_mistakes": False, "probes": data.get("diagnosis", {}).get("probes", False)},
         "seeds": {"public": data["seeds"]["public"], "default_hidden": data["seeds"]["public"], "env_var": data["seeds"]["env_var"]},
         "defaults": {"count": 0, "hint": "", "visibility": "public"},
         "families": [{key: family[key] for key in kept if key in family} for family in data["families"] if family["name"] in families],
         "cases": public,
-        "policy": data["policy"],
+        "policy": data.get("policy", {}),
     }
 
 
-def public_case_files() -> dict[str, bytes]:
+def public_case_files(spec: Spec) -> dict[str, bytes]:
     """cases/<name>.pt for every public case, as `python -m grader --save-public` writes them."""
     torch.set_num_threads(1)  # as the grader's batch and the tests: float64 sums in one order, so the files are the same bytes on every machine
     with tempfile.TemporaryDirectory(prefix="mlm-kit-") as folder, contextlib.redirect_stdout(io.StringIO()):
-        save_public_cases(load_spec(SPEC_PATH), Path(folder))
+        save_public_cases(spec, Path(folder))
         return {f"cases/{path.name}": path.read_bytes() for path in sorted(Path(folder).glob("*.pt"))}
 
 
-def entries() -> dict[str, bytes]:
+def entries(problem: str = DEFAULT_PROBLEM) -> dict[str, bytes]:
     """Every file of the kit by its path inside the kit folder."""
-    data = tomllib.loads(SPEC_PATH.read_text(encoding="utf-8"))
-    found = {name: path.read_bytes() for name, path in FILES.items()}
+    data = tomllib.loads((PROBLEMS / problem / "problem.toml").read_text(encoding="utf-8"))
+    found = {name: path.read_bytes() for name, path in package_files(problem).items()}
     found |= {name: (ROOT / name).read_bytes() for name in COPIED}
     found |= {name: text.encode() for name, text in GENERATED.items()}
     found["spec.json"] = (json.dumps(kit_spec(data), indent=2) + "\n").encode()
-    found |= public_case_files()
+    found |= public_case_files(problem_spec(problem))
     return found
 
 
-def leaks(files: dict[str, bytes]) -> list[str]:
+def leaks(files: dict[str, bytes], problem: str = DEFAULT_PROBLEM) -> list[str]:
     """What must never be in the kit: the reference, the hidden seed, a hidden case's name."""
-    spec = load_spec(SPEC_PATH)
+    spec = problem_spec(problem)
     secret = {spec.default_hidden_seed} | {t.name for t in spec.templates if t.settings["visibility"] != "public"}
     found = [f"{name}: part of the reference" for name in files if name.startswith("reference/")]
     for name, content in files.items():
@@ -139,15 +149,16 @@ def leaks(files: dict[str, bytes]) -> list[str]:
     return found
 
 
-def build(out: Path) -> list[str]:
-    files = entries()
-    if problems := leaks(files):
+def build(out: Path, problem: str = DEFAULT_PROBLEM) -> list[str]:
+    kit = kit_name(problem)
+    files = entries(problem)
+    if problems := leaks(files, problem):
         raise SystemExit("build.py: refusing to write a kit that gives away hidden information:\n  " + "\n  ".join(problems))
     out.parent.mkdir(parents=True, exist_ok=True)
     temporary = out.with_name(out.name + ".tmp")
     with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for name in sorted(files):
-            info = zipfile.ZipInfo(f"{KIT}/{name}", date_time=(1980, 1, 1, 0, 0, 0))
+            info = zipfile.ZipInfo(f"{kit}/{name}", date_time=(1980, 1, 1, 0, 0, 0))
             info.external_attr = 0o100644 << 16  # a regular file, readable by all
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, files[name])
@@ -157,9 +168,15 @@ def build(out: Path) -> list[str]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Build the candidate's kit (statement, stub, public cases, check.py).")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"the zip to write (default {DEFAULT_OUT.relative_to(ROOT)})")
+    parser.add_argument("--problem", default=DEFAULT_PROBLEM, metavar="ID", help=f"the challenge (default {DEFAULT_PROBLEM}; python -m grader problems lists them)")
+    parser.add_argument("--out", type=Path, help="the zip to write (default dist/<kit>.zip: dist/mlm-tied-head-kit.zip for the default problem)")
     args = parser.parse_args(argv)
-    names = build(args.out)
+    try:
+        problem_spec(args.problem)
+    except UnknownProblem as error:
+        parser.error(str(error))
+    args.out = args.out or ROOT / "dist" / f"{kit_name(args.problem)}.zip"
+    names = build(args.out, args.problem)
     print(f"{args.out}: {len(names)} files, {args.out.stat().st_size // 1024} KiB; unzip it and run: python check.py solution.py")
     return 0
 

@@ -52,8 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(HERE))  # the grader's modules beside this file, whatever the current folder
     try:
         from grader import GRADER_TORCH, judge
-        from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, Case
-        from grader.expected import Expected
+        from grader.expected import read_public_case
         from grader.formats.text import render_text
         from grader.report import hints
         from grader.results import Verdict
@@ -70,10 +69,9 @@ def main(argv: list[str] | None = None) -> int:
         spec = parse_spec(json.loads((HERE / "spec.json").read_text(encoding="utf-8")))
         for template in spec.templates:
             saved = torch.load(HERE / "cases" / f"{template.name}.pt", weights_only=True)  # tensors only: no code runs on loading
-            inputs = {name: saved[name] for name in INPUT_NAMES}
-            dtype = str(inputs["w_emb"].dtype).removeprefix("torch.")
-            cases.append(Case(template.name, template.family, True, dtype, int(saved["num_heads"]), inputs, saved["grad_output"]))
-            expected.append(Expected(saved["expected_logits"], {name: saved[f"expected_grad_{name}"] for name in DIFFERENTIABLE_INPUTS}))
+            case, want = read_public_case(saved, template, spec)
+            cases.append(case)
+            expected.append(want)
     except Exception as error:  # noqa: BLE001 - a damaged kit is no fault of the solution: say what to do
         print(f"check.py: the kit's spec.json or cases/ cannot be read ({type(error).__name__}: {error}); unzip the kit again", file=sys.stderr)
         return EXIT_USAGE

@@ -2,7 +2,6 @@
 from the submissions found to the summary. Exit status: grader/batch/exits.py."""
 
 import argparse
-import hashlib
 import os
 import signal
 import sys
@@ -31,7 +30,7 @@ from grader.results import Report
 from grader.sandbox import IsolationUnavailable
 from grader.sandbox.backends import ISOLATION_LEVELS, backend_named, chooser
 from grader.seeding import SeedRefused, take_seed
-from grader.spec import SPEC_PATH, SetupError, Spec, load_spec, seed_public_id, setup_fault
+from grader.spec import DEFAULT_PROBLEM, Spec, UnknownProblem, add_problem_arguments, seed_public_id, setup_fault, spec_of_arguments
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -97,7 +96,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="how each submission is walled in, as for `python -m grader` (uid grades one submission at a time; "
         "the default comes from MLM_GRADER_ISOLATION when it is set)",
     )
-    parser.add_argument("--spec", type=Path, default=SPEC_PATH, help="the problem's spec file (default: problem/spec.toml)")
+    add_problem_arguments(parser)
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
@@ -109,7 +108,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def run(args: argparse.Namespace, stop: Stop, out: TextIO) -> int:
     """A batch, step by step. Every usage error comes before a line is written; a stop keeps every
     finished line, and a rerun resumes from them."""
-    spec, spec_sha256 = read_spec(args.spec)
+    try:
+        spec = spec_of_arguments(args)  # SetupError: the grader's set-up, reported by main()
+    except UnknownProblem as error:
+        raise UsageError(str(error)) from None
+    spec_sha256 = spec.digest
     counting = Counting(spec.scoring, args.points)
     shard = parse_shard(args.shard) if args.shard else None
     outputs = own_outputs(args)
@@ -128,6 +131,7 @@ def run(args: argparse.Namespace, stop: Stop, out: TextIO) -> int:
     results = ResultsFile(args.out)
     try:
         say(notes + results.notes, out)
+        refuse_other_problems(results, spec, args.out)
         resume = Resume(results, submissions, seed_public_id(seeding.seed), spec_sha256)
         todo = still_to_grade(resume, args.out, out)
         record = Record(resume, feedback, out, counting)
@@ -151,14 +155,11 @@ def run(args: argparse.Namespace, stop: Stop, out: TextIO) -> int:
 # --- the steps of run(), in its order --------------------------------------------------------------
 
 
-def read_spec(path: Path) -> tuple[Spec, str]:
-    """The spec and the sha256 of its bytes (a line graded under another spec file is graded again)."""
-    try:
-        spec_bytes = path.read_bytes()
-    except OSError as error:
-        raise SetupError(f"the spec file {path} cannot be read ({error.strerror or error})") from None
-    spec = load_spec(path.resolve())  # SetupError: the grader's set-up, reported by main()
-    return spec, hashlib.sha256(spec_bytes).hexdigest()
+def refuse_other_problems(results: ResultsFile, spec: Spec, path: Path) -> None:
+    """A results file holds one challenge's results: a batch of another never appends to it."""
+    others = sorted({line.get("problem") or DEFAULT_PROBLEM for line in results.latest.values()} - {spec.id})
+    if others:
+        raise UsageError(f"{path} holds results of the problem {others[0]}, not {spec.id}: give this batch another --out file (one results file per problem)")
 
 
 def own_outputs(args: argparse.Namespace) -> list[Path]:

@@ -17,7 +17,7 @@ from grader.formats.json import to_json
 from grader.formats.points import first_line
 from grader.results import Report, Verdict
 
-KEPT = ("id", "sha256", "grader_version", "spec_sha256", "seed_id", "verdict", "score", "seconds", "not_graded")  # of each line, in memory
+KEPT = ("id", "sha256", "grader_version", "spec_sha256", "seed_id", "problem", "verdict", "score", "seconds", "not_graded")  # of each line, in memory
 
 
 def file_sha256(path: Path) -> str | None:

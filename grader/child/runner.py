@@ -231,36 +231,44 @@ def run_case(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Tens
 
 
 def _run_calls(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Tensor], submission: str, label: Labeller = _no_label) -> tuple[dict, dict]:
-    num_heads = header["num_heads"]
-    names, differentiable = header["inputs"], header["differentiable"]  # call order; gradient inputs
-    grad_output = tensors["grad_output"]
+    call, differentiable = header["call"], header["differentiable"]  # [name, "tensor" or a scalar's value] in call order; gradient inputs
+    returns, count = header["returns"], header["outputs"]  # "tensor" or "tuple"; how many outputs
+    upstream = [tensors[f"upstream_{i}"] for i in range(count)] if differentiable else []
     reply: dict[str, Any] = {"kind": "result", "name": header["name"]}
     sent: dict[str, torch.Tensor] = {}
 
+    def arguments(tensor: Callable[[str], torch.Tensor]) -> list[Any]:
+        return [tensor(name) if kind == "tensor" else kind for name, kind in call]
+
     # 1. The plain call, on copies; they are copied again as soon as it returns, so that a change
     # is seen even if the gradient call puts them back.
-    args = {name: tensors[name].clone() for name in names}
+    args = {name: tensors[name].clone() for name, kind in call if kind == "tensor"}
     label(f"{header['name']} forward")
     start = time.perf_counter()
     try:
-        out = fn(*args.values(), num_heads)
+        out = fn(*arguments(args.__getitem__))
     except BaseException as error:  # noqa: BLE001 - every failure of the submission is reported
         return reply | {"phase": "forward"} | _error_report(error, submission), {}
     reply["seconds"] = time.perf_counter() - start
     after = {f"after_{name}": tensor.clone() for name, tensor in args.items()}
-    reply["output"], sent = describe_output(out)
+    if returns == "tensor":
+        reply["output"], sent = describe_output(out)
+    else:
+        reply["output"], reply["parts"], sent = describe_tuple(out, count)
     sent |= after
 
-    # 2. The gradient call: fresh leaves, the grader's upstream gradient.
-    if "output" not in sent or tuple(sent["output"].shape) != tuple(grad_output.shape):
+    # 2. The gradient call: fresh leaves, the grader's upstream gradients.
+    names = ["output"] if returns == "tensor" else [f"output_{i}" for i in range(count)]
+    if not differentiable or any(name not in sent or tuple(sent[name].shape) != tuple(u.shape) for name, u in zip(names, upstream, strict=True)):
         return reply, sent
-    leaves = {name: tensors[name].clone().requires_grad_(name in differentiable) for name in names}
+    leaves = {name: tensors[name].clone().requires_grad_(name in differentiable) for name, kind in call if kind == "tensor"}
     label(f"{header['name']} gradient")
     try:
-        out = fn(*leaves.values(), num_heads)
-        if isinstance(out, torch.Tensor) and out.requires_grad:
+        out = fn(*arguments(leaves.__getitem__))
+        outs = (out,) if returns == "tensor" else out
+        if type(outs) is tuple and len(outs) == count and all(isinstance(o, torch.Tensor) for o in outs) and any(o.requires_grad for o in outs):
             wrt = [leaves[name] for name in differentiable]
-            grads = vector_jacobian(out, wrt, grad_output)
+            grads = vector_jacobian(outs, wrt, tuple(upstream))
             reply["differentiable"] = True
         else:
             grads = [None] * len(differentiable)
@@ -270,6 +278,27 @@ def _run_calls(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Te
     for name, grad in zip(differentiable, grads, strict=True):
         sent[f"grad_{name}"] = torch.zeros_like(tensors[name]) if grad is None else grad.detach().clone()
     return reply, sent
+
+
+def describe_tuple(out: object, count: int) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, torch.Tensor]]:
+    """A tuple-returning problem's result: the object's own description (a tuple and its length,
+    read without running any code of the submission's: type(out) is tuple exactly), each element's
+    (describe_output), and a copy of each element the wire carries, as output_<i>."""
+    kind = type(out)
+    if kind is not tuple:
+        what = f"subclass of tuple (a class that calls itself {_class_name(kind)})" if issubclass(kind, tuple) else f"object of class {_class_name(kind)}"
+        return {"type": what, "plain": False}, [], {}
+    length = tuple.__len__(out)
+    info = {"type": "tuple", "plain": True, "length": length}
+    if length != count:
+        return info, [], {}
+    parts, sent = [], {}
+    for index in range(count):
+        part, values = describe_output(tuple.__getitem__(out, index))
+        parts.append(part)
+        if "output" in values:
+            sent[f"output_{index}"] = values["output"]
+    return info, parts, sent
 
 
 def unbuffered_output() -> None:

@@ -40,6 +40,8 @@ def to_json(report: Report, staff: bool = False) -> dict[str, Any]:
         "warnings": report.warnings,
         "submission": report.submission,
         "seed_id": report.seed_id,
+        "problem": report.problem,
+        "problem_digest": report.problem_digest,
         "isolation": report.isolation,
         "seconds": round(report.seconds, 3),
         "versions": {"grader": __version__, "torch": torch_version()},
@@ -119,6 +121,8 @@ def from_json(data: dict[str, Any]) -> Report:
         seconds=data["seconds"],
         warnings=list(data["warnings"]),
         public_only=data["public_only"],
+        problem=data.get("problem", ""),
+        problem_digest=data.get("problem_digest", ""),
     )
     if staff:
         # to_json wrote the whole output for staff either way; only a different one was withheld

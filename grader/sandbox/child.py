@@ -102,7 +102,7 @@ class Child:
         return {
             "submission": submission,
             "entry_point": spec.entry_point,
-            "parameters": list(spec.parameters),
+            "parameters": list(spec.parameter_names),
             **{key: spec.policy[key] for key in CHILD_POLICY},
         }
 

@@ -1,0 +1,40 @@
+"""`python -m grader problems`: the challenges installed, one line each, with what grading them takes."""
+
+import argparse
+import sys
+
+from grader.spec import DEFAULT_PROBLEM, ROOT, SetupError, problem_ids, problem_spec
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m grader problems",
+        description="List the challenges installed (problem/<id>/); grade one with python -m grader --problem ID FILE.",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    parse_args(argv)
+    ids = problem_ids()
+    if not ids:
+        print(f"grader problems: no challenge is installed (no problem/<id>/problem.toml under {ROOT})", file=sys.stderr)
+        return 2
+    status = 0
+    for problem_id in ids:
+        marker = " (default)" if problem_id == DEFAULT_PROBLEM else ""
+        try:
+            spec = problem_spec(problem_id)
+        except SetupError as error:
+            print(f"{problem_id}{marker}: cannot be used: {error}")
+            status = 2
+            continue
+        hidden = (ROOT / "reference" / spec.module.removeprefix("reference.")).is_dir()
+        public = sum(t.settings["visibility"] == "public" for t in spec.templates)
+        signature = f"{spec.entry_point}({', '.join(spec.parameter_names)})"
+        returns = "a tensor" if spec.returns == "tensor" else f"a tuple ({', '.join(o.name for o in spec.outputs)})"
+        gradient = f"; gradients checked for {', '.join(spec.gradient_wrt)}" if spec.gradient_wrt else ""
+        note = "" if hidden else "; its hidden side (reference/) is not here: only the public cases can be run"
+        print(f"{problem_id}{marker}: {spec.title}")
+        print(f"    {signature} -> {returns}{gradient}; {len(spec.templates)} cases, {public} public{note}")
+    return status
