@@ -95,16 +95,16 @@ def floor(functions: list[Callable], cases: list) -> tuple[float, float, dict[st
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         for fn in functions:
             for header, tensors in requests:
-                names, differentiable, heads = header["inputs"], header["differentiable"], header["num_heads"]
-                args = [tensors[name].clone() for name in names]
+                call, differentiable = header["call"], header["differentiable"]
+                args = [tensors[name].clone() if kind == "tensor" else kind for name, kind in call]
                 w, c = time.perf_counter(), time.thread_time()
-                fn(*args, heads)
+                fn(*args)
                 forward_wall, forward_cpu = time.perf_counter() - w, time.thread_time() - c
-                leaves = {name: tensors[name].clone().requires_grad_(name in differentiable) for name in names}
+                leaves = {name: tensors[name].clone().requires_grad_(name in differentiable) if kind == "tensor" else kind for name, kind in call}
                 w, c = time.perf_counter(), time.thread_time()
-                out = fn(*leaves.values(), heads)
+                out = fn(*leaves.values())
                 if isinstance(out, torch.Tensor) and out.requires_grad:
-                    vector_jacobian(out, [leaves[name] for name in differentiable], tensors["grad_output"])
+                    vector_jacobian(out, [leaves[name] for name in differentiable], tensors["upstream_0"])
                 gradient_wall, gradient_cpu = time.perf_counter() - w, time.thread_time() - c
                 wall += forward_wall + gradient_wall
                 cpu += forward_cpu + gradient_cpu
@@ -254,7 +254,7 @@ def report(figures: dict[str, list], breakdown: list[list[dict[str, Any]]], case
         print(f"| `python -m grader batch --jobs {jobs}` | {median(f[f'batch {jobs}']):.3f} | {median(f[f'ratio {jobs}']):.2f} |")
     print(f"| scaling 1 -> 2 jobs | {median(f['scaling']):.2f}x | |")
     pair = f"{median(f['one grading']):.2f} / {median(f['import torch']):.2f}"
-    print(f"| `python -m grader FILE` / `python -c \"import torch\"` | {pair} | {median(f['one grading ratio']):.2f}x |")
+    print(f'| `python -m grader FILE` / `python -c "import torch"` | {pair} | {median(f["one grading ratio"]):.2f}x |')
 
 
 # --- --profile: the grader's own process ------------------------------------------------------------
@@ -390,8 +390,10 @@ def profile(jobs: int) -> None:
     wall, _, per_case_floor = floor(plain_entry_points(files), cases)  # warm-up
     wall, _, per_case_floor = floor(plain_entry_points(files), cases)
     print(f"{FILES} correct files x {len(cases)} cases, {jobs} job(s), in this process; load average {load_average()}")
-    print(f"the floor: {wall / FILES:.4f} s per file (forward {sum(v[0] for v in per_case_floor.values()) / FILES:.4f}, "
-          f"gradient {sum(v[1] for v in per_case_floor.values()) / FILES:.4f})")
+    print(
+        f"the floor: {wall / FILES:.4f} s per file (forward {sum(v[0] for v in per_case_floor.values()) / FILES:.4f}, "
+        f"gradient {sum(v[1] for v in per_case_floor.values()) / FILES:.4f})"
+    )
 
     phases = Phases()
     for owner, attribute, phase in [

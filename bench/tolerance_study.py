@@ -43,7 +43,7 @@ def errors(fn, case, expected) -> tuple[float, float]:
     inf where the grader's other checks (dtype, inputs left unchanged) reject the result."""
     leaves = {k: v.clone().requires_grad_(k in DIFFERENTIABLE_INPUTS) for k, v in case.inputs.items()}
     try:
-        out = fn(**leaves, num_heads=case.num_heads)
+        out = fn(**leaves, num_heads=case.args["num_heads"])
         value = relative_error(expected.output, out)
         if getattr(out, "dtype", None) != case.inputs["w_emb"].dtype:
             value = math.inf

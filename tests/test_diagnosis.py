@@ -109,7 +109,7 @@ def test_the_untouched_twin_is_the_reference_bit_for_bit():
     for case in load_spec_cases():
         for dtype in (torch.float32, torch.float64):
             inputs = {k: v.to(dtype) if v.is_floating_point() else v for k, v in case.inputs.items()}
-            assert torch.equal(Twin()(**inputs, num_heads=case.num_heads), mlm_forward_tied(**inputs, num_heads=case.num_heads)), case.name
+            assert torch.equal(Twin()(**inputs, num_heads=case.args["num_heads"]), mlm_forward_tied(**inputs, num_heads=case.args["num_heads"])), case.name
 
 
 def load_spec_cases():

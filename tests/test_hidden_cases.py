@@ -32,7 +32,7 @@ def judged(case, spec=SPEC, output_scale=1.0, grad_scale=1.0) -> CaseResult:
     dtype = getattr(torch, case.dtype)
     m, v = expected.output.shape
     tensors = {"output": (expected.output * output_scale).to(dtype)}
-    tensors |= {f"after_{name}": inputs[name].clone() for name in header["inputs"]}
+    tensors |= {f"after_{name}": inputs[name].clone() for name, kind in header["call"] if kind == "tensor"}
     tensors |= {f"grad_{name}": (expected.grads[name] * grad_scale).to(dtype) for name in header["differentiable"]}
     reply = {"kind": "result", "name": case.name, "output": {"type": "torch.Tensor", "shape": [m, v], "dtype": case.dtype, "device": "cpu"}}
     reply["differentiable"] = True

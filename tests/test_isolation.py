@@ -191,7 +191,6 @@ def test_backend_choice():
         assert backends.choose_backend("auto") == backends.choose_backend("strict") == "bubblewrap"
 
 
-
 def test_only_the_backends_that_are_a_security_boundary_promise_it():
     """What skips the static check and keeps a secret seed is declared by each backend; a backend
     that declares nothing promises nothing."""
@@ -224,6 +223,7 @@ def test_a_backend_that_cannot_be_imported_is_unavailable_only_when_its_module_i
                 backend_named("uid")
     finally:
         backend_named.cache_clear()
+
 
 SOCKET_PROBE = """
 import ctypes, errno, json, os, socket
@@ -408,9 +408,7 @@ def test_a_lock_file_of_another_user_is_refused(scratch_runner, tmp_path):
         uid_backend.hold_runner_user(scratch_runner)
 
 
-@pytest.mark.skipif(
-    bool(uid_backend_problem()), reason="needs the mlm-runner user and an interpreter it can read (the container test runs the uid backend)"
-)
+@pytest.mark.skipif(bool(uid_backend_problem()), reason="needs the mlm-runner user and an interpreter it can read (the container test runs the uid backend)")
 def test_grading_under_the_uid_backend_leaves_other_users_processes_alone():
     nobody = as_user(65534, "sleep", "60")
     try:

@@ -121,7 +121,7 @@ def test_the_public_cases_are_the_graders_in_full(kit: Path) -> None:
     for case in make_cases(SPEC, SPEC.public_seed, public_only=True):
         saved = torch.load(kit / "cases" / f"{case.name}.pt", weights_only=True)
         expected = expected_for(case)
-        assert saved["num_heads"] == case.num_heads
+        assert saved["num_heads"] == case.args["num_heads"]
         for name in INPUT_NAMES:
             assert torch.equal(saved[name], case.inputs[name]) and saved[name].dtype == case.inputs[name].dtype, (case.name, name)
         assert torch.equal(saved["grad_output"], case.grad_output)

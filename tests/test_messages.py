@@ -310,7 +310,7 @@ def test_problem_stub_is_the_stub_and_raises_not_implemented():
         stub.mlm_forward_tied(None, None, None, None, None, 1)
     tree = ast.parse((ROOT / "problem" / "mlm-forward-tied" / "stub.py").read_text())
     (function,) = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
-    assert [a.arg for a in function.args.args] == list(SPEC.parameters)
+    assert [a.arg for a in function.args.args] == list(SPEC.parameter_names)
 
 
 def reads_problem_solution(node: ast.AST) -> bool:

@@ -69,7 +69,13 @@ def test_the_zip_holds_what_gradescope_runs_and_the_secret_seed(tmp_path):
         assert opened.read("secret_seed").decode().strip() == SEED
         assert opened.read("grader_options").decode().split() == ["--points", "10", "--hidden-visibility", "after_due_date"]
     required = {"setup.sh", "run_autograder", "requirements.txt", "deploy/platform_grade.py", "secret_seed", "grader_options"}
-    required |= {"grader/cli.py", "grader/formats/gradescope.py", "grader/child/runner.py", "reference/mlm_forward_tied/reference.py", "problem/mlm-forward-tied/problem.toml"}
+    required |= {
+        "grader/cli.py",
+        "grader/formats/gradescope.py",
+        "grader/child/runner.py",
+        "reference/mlm_forward_tied/reference.py",
+        "problem/mlm-forward-tied/problem.toml",
+    }
     assert required <= names
     assert not [n for n in names if "__pycache__" in n or n.startswith(("tests/", ".venv/", "dist/"))]
     assert modes["run_autograder"] == modes["setup.sh"] == 0o755 and modes["secret_seed"] == 0o600
@@ -170,7 +176,11 @@ def test_the_submission_cannot_read_the_seed_or_the_grader_under_the_uid_backend
         public.chmod(0o755)
         source = public / "probe" / "autograder" / "source"
         (public / "probe").mkdir()
-        root = autograder_tree(public / "probe", archive, {"solution.py": probe_submission(str(source / "secret_seed"), str(source / "reference" / "mlm_forward_tied" / "reference.py"))})
+        root = autograder_tree(
+            public / "probe",
+            archive,
+            {"solution.py": probe_submission(str(source / "secret_seed"), str(source / "reference" / "mlm_forward_tied" / "reference.py"))},
+        )
         results, run = run_autograder(root)
         assert results["extra_data"]["verdict"] == "accepted", run.stdout
         assert results["extra_data"]["isolation"].startswith("uid")

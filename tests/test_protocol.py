@@ -39,7 +39,7 @@ def honest_result(case=CASE) -> tuple[dict, dict]:
     m, v = case.grad_output.shape[0], case.inputs["w_emb"].shape[0]
     dtype = getattr(torch, case.dtype)
     tensors = {"output": torch.zeros(m, v, dtype=dtype)}
-    tensors |= {f"after_{name}": inputs[name].clone() for name in header["inputs"]}
+    tensors |= {f"after_{name}": inputs[name].clone() for name, kind in header["call"] if kind == "tensor"}
     tensors |= {f"grad_{name}": torch.zeros_like(inputs[name]) for name in header["differentiable"]}
     output = {"type": "torch.Tensor", "plain": True, "layout": "strided", "shape": [m, v], "dtype": case.dtype, "device": "cpu"}
     return {"kind": "result", "name": case.name, "seconds": 0.01, "output": output, "differentiable": True}, tensors

@@ -67,8 +67,8 @@ def as64(case):
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_matches_numpy_float64_implementation(case):
     inputs = as64(case)
-    ours = mlm_forward_tied(**inputs, num_heads=case.num_heads).numpy()
-    theirs = numpy_forward(*(inputs[k].numpy() for k in inputs), case.num_heads)
+    ours = mlm_forward_tied(**inputs, num_heads=case.args["num_heads"]).numpy()
+    theirs = numpy_forward(*(inputs[k].numpy() for k in inputs), case.args["num_heads"])
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-12 * max(1.0, np.abs(theirs).max(initial=0)))
 
 
@@ -76,8 +76,8 @@ def test_matches_numpy_float64_implementation(case):
 def test_matches_pytorch_modules(case):
     inputs = as64(case)
     with torch.no_grad():
-        ours = mlm_forward_tied(**inputs, num_heads=case.num_heads)
-        theirs = torch_modules_forward(*inputs.values(), case.num_heads)
+        ours = mlm_forward_tied(**inputs, num_heads=case.args["num_heads"])
+        theirs = torch_modules_forward(*inputs.values(), case.args["num_heads"])
     torch.testing.assert_close(ours, theirs, rtol=1e-10, atol=1e-10 * max(1.0, theirs.abs().max().item() if theirs.numel() else 0))
 
 
@@ -85,7 +85,7 @@ def test_matches_pytorch_modules(case):
 def test_output_dtype_follows_input(dtype):
     case = CASES[0]
     inputs = {k: v.to(dtype) if v.is_floating_point() else v for k, v in case.inputs.items()}
-    assert mlm_forward_tied(**inputs, num_heads=case.num_heads).dtype == dtype
+    assert mlm_forward_tied(**inputs, num_heads=case.args["num_heads"]).dtype == dtype
 
 
 def test_permuting_the_batch_permutes_the_rows():
@@ -93,8 +93,8 @@ def test_permuting_the_batch_permutes_the_rows():
     inputs = as64(case)
     perm = torch.tensor([2, 0, 1] + list(range(3, case.shape["N"])))
     permuted = dict(inputs, input_ids=inputs["input_ids"][perm], mask_indicator=inputs["mask_indicator"][perm])
-    out = mlm_forward_tied(**inputs, num_heads=case.num_heads)
-    out_permuted = mlm_forward_tied(**permuted, num_heads=case.num_heads)
+    out = mlm_forward_tied(**inputs, num_heads=case.args["num_heads"])
+    out_permuted = mlm_forward_tied(**permuted, num_heads=case.args["num_heads"])
     # rows are grouped by sequence in row-major order: regroup them to compare
     counts = (inputs["mask_indicator"] > 0.5).sum(1).tolist()
     groups = list(out.split(counts))
@@ -105,12 +105,12 @@ def test_no_blocks_is_embedding_times_embedding_transposed():
     case = next(c for c in CASES if c.shape["B"] == 0)
     e, p, ids, mask = (as64(case)[k] for k in ("w_emb", "pos_embed", "input_ids", "mask_indicator"))
     expected = ((e[ids] + p) @ e.T)[mask > 0.5]
-    torch.testing.assert_close(mlm_forward_tied(**as64(case), num_heads=case.num_heads), expected)
+    torch.testing.assert_close(mlm_forward_tied(**as64(case), num_heads=case.args["num_heads"]), expected)
 
 
 def test_no_masked_position_gives_empty_rows():
     case = next(c for c in CASES if c.shape["M"] == 0)
-    out = mlm_forward_tied(**case.inputs, num_heads=case.num_heads)
+    out = mlm_forward_tied(**case.inputs, num_heads=case.args["num_heads"])
     assert out.shape == (0, case.shape["V"])
 
 
@@ -119,13 +119,13 @@ def test_gradient_into_embedding_is_head_term_plus_lookup_term(case):
     inputs = as64(case)
     e = inputs["w_emb"].requires_grad_(True)
     upstream = case.grad_output.double()
-    out = mlm_forward_tied(**inputs, num_heads=case.num_heads)
+    out = mlm_forward_tied(**inputs, num_heads=case.args["num_heads"])
     (autograd_grad,) = torch.autograd.grad(out, e, upstream)
 
     # Analytic: the head term uses the hidden states; the lookup term scatters the input gradient.
     ids, mask = inputs["input_ids"], inputs["mask_indicator"]
     x0 = (e.detach()[ids] + inputs["pos_embed"]).requires_grad_(True)
-    hidden = encode_from(x0, inputs["blocks_weights"], case.num_heads)[mask > 0.5]  # (M, D)
+    hidden = encode_from(x0, inputs["blocks_weights"], case.args["num_heads"])[mask > 0.5]  # (M, D)
     head_term = upstream.T @ hidden.detach()  # (V, D), dense
     (input_grad,) = torch.autograd.grad(hidden, x0, upstream @ e.detach())
     lookup_term = torch.zeros_like(e).index_add_(0, ids.reshape(-1), input_grad.reshape(-1, e.shape[1]))
@@ -145,8 +145,8 @@ def test_encode_is_embedding_then_blocks():
     inputs = as64(case)
     x0 = inputs["w_emb"][inputs["input_ids"]] + inputs["pos_embed"]
     torch.testing.assert_close(
-        encode(inputs["input_ids"], inputs["w_emb"], inputs["pos_embed"], inputs["blocks_weights"], case.num_heads),
-        encode_from(x0, inputs["blocks_weights"], case.num_heads),
+        encode(inputs["input_ids"], inputs["w_emb"], inputs["pos_embed"], inputs["blocks_weights"], case.args["num_heads"]),
+        encode_from(x0, inputs["blocks_weights"], case.args["num_heads"]),
     )
 
 

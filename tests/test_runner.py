@@ -15,7 +15,7 @@ from grader.spec import load_spec
 from tests.grading import SUBMISSIONS, fast_spec, grade_json
 
 SPEC = load_spec()
-PARAMETERS = list(SPEC.parameters)
+PARAMETERS = list(SPEC.parameter_names)
 
 
 class FakeName(torch.Tensor):

@@ -57,5 +57,5 @@ def test_every_policy_entry_is_stated():
 def test_the_statements_conventions_are_the_specs():
     stated_eps = {float(x) for x in re.findall(r"eps = ([0-9.e-]+)", STATEMENT)}
     assert stated_eps == {SPEC["problem"]["layer_norm_eps"]}
-    assert f"`> {SPEC['problem']['mask_threshold']}`" in STATEMENT
+    assert f"`> {SPEC['problem']['constants']['mask_threshold']}`" in STATEMENT
     assert "def mlm_forward_tied(" + ", ".join(SPEC["problem"]["parameters"]) + "):" in STATEMENT

@@ -45,6 +45,7 @@ def kit_name(problem: str) -> str:
     """The folder the zip unpacks to (and the zip's name): the default problem's kit keeps its first name."""
     return "mlm-tied-head-kit" if problem == DEFAULT_PROBLEM else f"{problem}-kit"
 
+
 # The grader's modules check.py runs, copied byte for byte.
 COPIED = (
     "grader/cases.py",
@@ -80,9 +81,12 @@ COPIED = (
     "grader/formats/points.py",
     "grader/formats/safe.py",
 )
+
+
 def package_files(problem: str) -> dict[str, Path]:
     """The files the kit takes from the package (problem/<id>/, which holds nothing hidden) and check.py."""
     return {"README.md": PROBLEMS / problem / "README.md", "solution.py": PROBLEMS / problem / "stub.py", "check.py": ROOT / "deploy" / "kit" / "check.py"}
+
 
 PACKAGE_INIT = f'''"""The grader's own modules, copied unchanged when this kit was built; check.py runs them. Do not edit
 them: the grader that judges your submission runs the same code."""
@@ -168,7 +172,9 @@ def build(out: Path, problem: str = DEFAULT_PROBLEM) -> list[str]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Build the candidate's kit (statement, stub, public cases, check.py).")
-    parser.add_argument("--problem", default=DEFAULT_PROBLEM, metavar="ID", help=f"the challenge (default {DEFAULT_PROBLEM}; python -m grader problems lists them)")
+    parser.add_argument(
+        "--problem", default=DEFAULT_PROBLEM, metavar="ID", help=f"the challenge (default {DEFAULT_PROBLEM}; python -m grader problems lists them)"
+    )
     parser.add_argument("--out", type=Path, help="the zip to write (default dist/<kit>.zip: dist/mlm-tied-head-kit.zip for the default problem)")
     args = parser.parse_args(argv)
     try:
