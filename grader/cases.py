@@ -80,7 +80,10 @@ def _rng(seed: str, case_name: str) -> np.random.Generator:
 
 def _draw(rng: np.random.Generator, value: Any) -> Any:
     """A fixed value stays; [low, high] is drawn uniformly (inclusive for integers); a list of
-    strings is a choice."""
+    strings is a choice, and so is { one_of = [...] } of any values."""
+    if isinstance(value, dict) and set(value) == {"one_of"}:
+        choices = value["one_of"]
+        return choices[int(rng.integers(len(choices)))]
     if not isinstance(value, list):
         return value
     if all(isinstance(v, str) for v in value):

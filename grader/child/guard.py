@@ -212,29 +212,40 @@ class Guard:
         with self.function_watch:
             yield
 
-    def arm(self, protect: list[ModuleType]) -> None:
+    def arm(self, protect: list[ModuleType], gradient: bool = True) -> None:
         """Arm every layer for the rest of the process. `protect`: the modules whose code runs
-        after each call (the runner's), checked with the guard's own."""
+        after each call (the runner's), checked with the guard's own; gradient: whether the
+        problem's cases take a gradient (the warm-up then takes one too)."""
         self.override_kernels()
         torch._C._push_on_torch_function_stack(self.function_watch)
-        self.warm_up()  # lazy imports and one-time set-up happen now, not in the first call
+        self.warm_up(gradient)  # lazy imports and one-time set-up happen now, not in the first call
         self.refuse_threads()
         self.os_refuses_threads = refuse_new_processes()
         self.armed = True  # before the picture of the guard is taken
         profile = _profile_function(self)
         sys.setprofile(profile)
         sys.addaudithook(_audit_hook(self, [sys.modules[__name__], *protect], profile))
-        self.warm_up()  # nothing it needs is refused once sealed
+        self.warm_up(gradient)  # nothing it needs is refused once sealed
         if self.findings():
             raise RuntimeError(f"the runtime guard does not hold after arming: {self.findings()}")
 
-    def warm_up(self) -> None:
+    def warm_up(self, gradient: bool = True) -> None:
         """What a case does, on a tiny tensor: the first call then finds every lazy import done,
-        and a full /tmp cannot fail it."""
-        x = torch.linspace(-1.0, 1.0, 6, dtype=torch.float64).view(2, 3).requires_grad_()
-        y = torch.tanh(x @ x.mT).exp() / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + 1e-5)
-        y = y[x.new_ones(2, dtype=torch.bool)]
-        vector_jacobian(y, [x], torch.ones_like(y))
+        and a full /tmp cannot fail it. It runs before any code of the submission's, so the names a
+        problem forbids the submission (requires_grad_, var, ...) do not apply to it: a problem may
+        forbid what the grader's own work uses. The gradient part runs only where the problem
+        takes gradients."""
+        functions, self.functions = self.functions, frozenset()
+        try:
+            x = torch.linspace(-1.0, 1.0, 6, dtype=torch.float64).view(2, 3)
+            if gradient:
+                x.requires_grad_()
+            y = torch.tanh(x @ x.mT).exp() / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + 1e-5)
+            y = y[x.new_ones(2, dtype=torch.bool)]
+            if gradient:
+                vector_jacobian(y, [x], torch.ones_like(y))
+        finally:
+            self.functions = functions
         if self.found:
             raise RuntimeError(f"the runtime guard refused its own warm-up: {self.found}")
 

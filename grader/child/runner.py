@@ -319,7 +319,7 @@ def warm_up(config: dict[str, Any]) -> None:
     guard.kernels_to_override()  # found once here; each child overrides them
     restricted.Capabilities(config | {"submission": ""}, guard.refuse)  # the allowed modules, imported once
     with guard.watching():
-        guard.warm_up()
+        guard.warm_up(config["gradient"])
 
 
 def main(argv: list[str]) -> None:
@@ -378,7 +378,7 @@ def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.Buffe
     sys.argv[:] = [os.path.basename(submission)]  # the channel's descriptors are nobody's business
     torch.set_num_threads(1)
     # Armed for good while the grader checks the policy: the first call finds everything imported.
-    guard.arm(protect=[sys.modules[__name__], wire, restricted, vjp])
+    guard.arm(protect=[sys.modules[__name__], wire, restricted, vjp], gradient=config["gradient"])
     # What runs after the submission's code is bound now, in this frame, whose names the
     # submission cannot replace; the guard's check shows whether what they use was replaced.
     findings, text_frame, explain, count, _exit = guard.findings, guard.text_frame, explain_forbidden, len, os._exit

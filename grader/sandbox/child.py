@@ -103,6 +103,7 @@ class Child:
             "submission": submission,
             "entry_point": spec.entry_point,
             "parameters": list(spec.parameter_names),
+            "gradient": bool(spec.gradient_wrt),  # the warm-up takes a gradient only where the cases do
             **{key: spec.policy[key] for key in CHILD_POLICY},
         }
 
