@@ -1,0 +1,1 @@
+"""Layer norm backward by hand: the hidden side of the package (reference, oracle, generator, examples)."""
