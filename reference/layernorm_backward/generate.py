@@ -50,5 +50,5 @@ def draw(settings: dict, rng: np.random.Generator) -> Drawn:
             "eps": float(settings["eps"]),
         },
         shape={**{f"N{i + 1}": size for i, size in enumerate(shape[:-1])}, "D": d},  # "N1=3 N2=0 D=5"; "D=5" for x of shape (D,)
-        upstream=(),
+        output_shapes=(shape, (d,), (d,)),  # grad_x, grad_weight, grad_bias
     )
