@@ -224,7 +224,11 @@ class Guard:
         self.armed = True  # before the picture of the guard is taken
         profile = _profile_function(self)
         sys.setprofile(profile)
-        sys.addaudithook(_audit_hook(self, [sys.modules[__name__], *protect], profile))
+        watched = [sys.modules[__name__], *protect]
+        for module in watched:  # a warning torch gives while this module's code is on the stack (the function watch's
+            # frame, for every torch call) is registered in its __warningregistry__: made now, so it is no name added later
+            module.__dict__.setdefault("__warningregistry__", {})
+        sys.addaudithook(_audit_hook(self, watched, profile))
         self.warm_up(gradient)  # nothing it needs is refused once sealed
         if self.findings():
             raise RuntimeError(f"the runtime guard does not hold after arming: {self.findings()}")
