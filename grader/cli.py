@@ -146,6 +146,10 @@ def main(argv: list[str] | None = None) -> int:
         from grader import catalog
 
         return catalog.main(argv[1:])
+    if argv[:1] == ["verify"]:
+        from grader import verify
+
+        return verify.main(argv[1:])
     args = parse_args(argv)  # argparse exits with status 2 and a usage line on bad arguments
     if args.json and args.format not in (None, "json"):
         print(f"grader: --json means --format json; give one of --json and --format {args.format}", file=sys.stderr)

@@ -19,6 +19,7 @@ class Closeness:
     max_abs: float  # greatest |got - expected| (inf when got has a non-finite value)
     max_rel: float  # max_abs / max|expected|: the error as a fraction of the tensor's scale
     message: str  # empty when passed
+    ratio: float = 0.0  # max_abs over what the tolerance allows (inf for a non-finite value)
 
 
 def _index(flat_index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -47,7 +48,7 @@ def compare_values(expected: Tensor, got: Tensor, tolerance: float, show_values:
     got = got.detach().to(torch.float64).cpu()
     total = expected.numel()
     if total == 0:
-        return Closeness(True, 0.0, 0.0, "")
+        return Closeness(True, 0.0, 0.0, "", 0.0)
     largest = expected.abs().max().item()
     scale = max(largest, scale_floor)
     allowed = tolerance * scale
@@ -58,8 +59,9 @@ def compare_values(expected: Tensor, got: Tensor, tolerance: float, show_values:
     worst = int(diff.argmax())
     max_abs = diff.reshape(-1)[worst].item()
     max_rel = max_abs / scale if scale > 0 else (0.0 if max_abs == 0 else math.inf)
+    ratio = max_abs / allowed if allowed > 0 else (0.0 if max_abs == 0 else math.inf)
     if count == 0:
-        return Closeness(True, max_abs, max_rel, "")
+        return Closeness(True, max_abs, max_rel, "", ratio)
 
     relative = torch.where(diff == 0, 0.0, diff / expected.abs())  # inf where only expected is 0
     worst_rel = int(relative.argmax())
@@ -80,20 +82,20 @@ def compare_values(expected: Tensor, got: Tensor, tolerance: float, show_values:
         at = _index(worst, shape)
         want, have = expected[at].item(), got[at].item()
         lines.append(f"At index {at}: expected {want:.{digits}g}, got {have:.{digits}g} (got - expected = {have - want:.3g})")
-    return Closeness(False, max_abs, max_rel, "\n".join(lines))
+    return Closeness(False, max_abs, max_rel, "\n".join(lines), ratio)
 
 
 HIDDEN_ERROR = "hidden case: how far off it is goes to the course staff only"
 
 
-def error_to_tolerance(closeness: Closeness, tolerance: float) -> str:
+def error_to_tolerance(closeness: Closeness) -> str:
     """A hidden case's failure as staff read it: how far off the result is, relative to the
     tolerance, at two significant digits. The candidate reads HIDDEN_ERROR instead: the size of
     the error is the submission's to choose (it can compute the right answer and add any multiple
     of the tolerance), so it could spell out the case's inputs."""
     if math.isinf(closeness.max_abs):
         return "non-finite values returned (NaN and inf never pass)"
-    ratio = closeness.max_rel / tolerance
+    ratio = closeness.ratio
     shown = "more than 1000x" if ratio > 1000 else f"{float(f'{ratio:.2g}'):g}x"
     return f"error {shown} the tolerance"
 

@@ -129,10 +129,10 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
 
     fail = result.fail
 
-    def fail_hidden(check: Check, headline: str, closeness: Closeness, tolerance: float) -> None:
+    def fail_hidden(check: Check, headline: str, closeness: Closeness) -> None:
         """A hidden case's numbers: the candidate reads the headline, staff the size of the error too."""
         fail(Verdict.WRONG_ANSWER, check, f"{headline}\n{HIDDEN_ERROR}")
-        result.staff_message = f"{headline}\n{error_to_tolerance(closeness, tolerance)}"
+        result.staff_message = f"{headline}\n{error_to_tolerance(closeness)}"
 
     if reply.get("forbidden"):  # first: the guard's refusal may also have raised an exception
         return fail(Verdict.FORBIDDEN_API, Check.RUNTIME_GUARD, reply["forbidden"])
@@ -157,9 +157,11 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
         values = compare_values(want, got, tolerance, show_values=case.public, scale_floor=declared.scale_floor)
         if detailed and (index == 0 or not values.passed):
             result.max_abs, result.max_rel = values.max_abs, values.max_rel
+        if detailed:
+            result.ratio = max(result.ratio or 0.0, values.ratio)
         if not values.passed:
             if not detailed:
-                return fail_hidden(Check.VALUES, headline, values, tolerance)
+                return fail_hidden(Check.VALUES, headline, values)
             return fail(Verdict.WRONG_ANSWER, Check.VALUES, f"{headline}\n{values.message}")
 
     changed = [name for name, tensor in case.inputs.items() if not bitwise_equal(tensor, need(tensors, f"after_{name}"))]
@@ -168,13 +170,15 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
 
     for name in case.differentiable:
         grad = compare_values(expected.grads[name], need(tensors, f"grad_{name}"), gradient_tolerance, show_values=case.public)
+        if detailed:
+            result.ratio = max(result.ratio or 0.0, grad.ratio)
         if not grad.passed:
             if detailed:  # the table shows the error of what failed: this gradient, not the outputs
                 result.max_abs, result.max_rel = grad.max_abs, grad.max_rel
             cut = "" if reply.get("differentiable") else " (the result does not require grad: it is cut off from the inputs' autograd graph)"
             headline = f"the gradient reaching {name} is wrong{cut}"
             if not detailed:
-                return fail_hidden(Check.GRADIENT, headline, grad, gradient_tolerance)
+                return fail_hidden(Check.GRADIENT, headline, grad)
             return fail(Verdict.WRONG_ANSWER, Check.GRADIENT, f"{headline}\n{grad.message}")
     result.status = PASSED
 

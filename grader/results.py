@@ -83,6 +83,9 @@ class CaseResult:
     max_abs: float | None = None
     max_rel: float | None = None
     seconds: float | None = None
+    # The greatest error of any output or gradient checked, over what its tolerance allows (1 = at the
+    # limit); kept only where max_rel is (python -m grader verify prints it as each example's margin).
+    ratio: float | None = None
 
     @property
     def passed(self) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 GRADER = Path(__file__).resolve().parents[1] / "grader"
-ENTRY_POINTS = {"grader.cli", "grader.api", "grader.merge", "grader.batch.command", "grader.__main__"}
+ENTRY_POINTS = {"grader.cli", "grader.api", "grader.merge", "grader.batch.command", "grader.catalog", "grader.verify", "grader.__main__"}
 DECIDING = {"grader.cases", "grader.expected", "grader.compare", "grader.diagnosis", "grader.results", "grader.report", "grader.policy", "grader.spec"}
 
 
@@ -105,7 +105,7 @@ def test_the_child_side_imports_nothing_of_the_grader():
 def test_entry_points_share_code_through_lower_modules_not_through_each_other():
     """The command line may hand over to `batch` and `merge` (its subcommands); nothing imports
     another entry point, and the batch (many submissions, under the API and the command line) none."""
-    allowed = {("grader.cli", "grader.merge"), ("grader.cli", "grader.batch.command"), ("grader.__main__", "grader.cli")}
+    allowed = {("grader.cli", "grader.merge"), ("grader.cli", "grader.batch.command"), ("grader.cli", "grader.catalog"), ("grader.cli", "grader.verify"), ("grader.__main__", "grader.cli")}
     broken = {(name, imported) for name in MODULES for imported in GRAPH[name] & ENTRY_POINTS} - allowed
     assert broken == set()
 

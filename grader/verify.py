@@ -1,0 +1,406 @@
+"""`python -m grader verify ID`: a problem author's gate, one line per finding with what to fix.
+
+It checks that the package is well formed (its data parses, the stub's signature is the declared
+one, the statement's table of limits and tolerances holds the data's numbers), that the reference
+agrees with the package's independent oracle in float64, that every example submission
+(reference/<module>/submissions/<verdict>/) gets its folder's verdict through the real grader on
+several seeds (correct ones within a tenth of the tolerance, wrong ones at least ten times past it),
+that the hidden cases reject every mutant of the reference whose float64 results differ from the
+reference's (mutation adequacy), and that the kit builds without leaking anything hidden.
+
+The reference, the oracle, the generator and the mutants are the author's code and run here, in the
+grader's own process, by design; the example submissions run as any submission does, in the sandbox.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import math
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+from grader.spec import PROBLEMS, ROOT, SetupError, Spec, UnknownProblem, hidden_module, problem_spec
+
+SEEDS = ("verify-1", "verify-2", "verify-3")
+CORRECT_MARGIN = 0.1  # a correct example's worst error, as a fraction of what the tolerance allows
+WRONG_MARGIN = 10.0  # a wrong example's worst error on some case, in the same unit
+ORACLE_AGREEMENT = 0.01  # the reference and the oracle, in float64: within this fraction of the float64 tolerance
+SAME_OUTPUT = 1e-12  # a mutant whose float64 results are this close to the reference's (relative to their scale) is not told apart
+MUTANT_SECONDS = 20  # one mutant's run over every case
+
+
+@dataclasses.dataclass
+class Findings:
+    """What verify found: each line printed as it comes, and whether anything failed."""
+
+    out: TextIO
+    failed: int = 0
+
+    def ok(self, check: str, text: str) -> None:
+        print(f"ok    {check}: {text}", file=self.out, flush=True)
+
+    def fail(self, check: str, text: str) -> None:
+        self.failed += 1
+        print(f"FAIL  {check}: {text}", file=self.out, flush=True)
+
+    def note(self, check: str, text: str) -> None:
+        print(f"      {check}: {text}", file=self.out, flush=True)
+
+
+# -- 1. well formed ------------------------------------------------------------------------------
+
+
+def check_form(spec: Spec, findings: Findings) -> None:
+    folder = PROBLEMS / spec.id
+    for name in ("README.md", "stub.py"):
+        if not (folder / name).is_file():
+            findings.fail("form", f"problem/{spec.id}/{name} is missing: the kit hands it to candidates")
+    hidden = ROOT / "reference" / spec.module.removeprefix("reference.")
+    for name in ("reference.py", "oracle.py", "generate.py"):
+        if not (hidden / name).is_file():
+            findings.fail("form", f"{hidden.relative_to(ROOT)}/{name} is missing (docs/problem-packages.md says what it holds)")
+    check_stub(spec, folder / "stub.py", findings)
+    check_statement(spec, folder / "README.md", findings)
+
+
+def check_stub(spec: Spec, stub: Path, findings: Findings) -> None:
+    if not stub.is_file():
+        return
+    tree = ast.parse(stub.read_text(encoding="utf-8"))
+    found = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == spec.entry_point]
+    if not found:
+        return findings.fail("form", f"stub.py defines no function {spec.entry_point}, the entry point problem.toml declares")
+    names = [a.arg for a in found[0].args.posonlyargs + found[0].args.args]
+    if names != list(spec.parameter_names):
+        return findings.fail("form", f"stub.py's {spec.entry_point}({', '.join(names)}) is not the declared signature ({', '.join(spec.parameter_names)})")
+    findings.ok("form", f"problem.toml parses; stub.py declares {spec.entry_point}({', '.join(names)})")
+
+
+# A row of the statement's table of limits and tolerances: | what | value | `spec.key` |
+TABLE_ROW = re.compile(r"^\| [^|]+ \| ([^|]+) \| `([a-z_0-9.]+)` \|$", re.MULTILINE)
+
+
+def check_statement(spec: Spec, readme: Path, findings: Findings) -> None:
+    """The statement's table of limits and tolerances names every one the data has, with its number."""
+    if not readme.is_file():
+        return
+    data = _data(spec)
+    wanted = {f"limits.{key}": value for key, value in data["limits"].items()}
+    wanted |= {f"tolerance.{key}": value for key, value in data["tolerance"].items() if not isinstance(value, dict)}
+    if spec.gradient_wrt:
+        wanted |= {f"tolerance.gradient.{key}": value for key, value in data["tolerance"].get("gradient", {}).items()}
+    for family in data["families"]:
+        for kind in ("tolerance", "gradient_tolerance"):
+            wanted |= {f"families.{family['name']}.{kind}.{dtype}": value for dtype, value in family.get(kind, {}).items()}
+    for output in data["outputs"]:
+        wanted |= {f"outputs.{output['name']}.tolerance.{dtype}": value for dtype, value in output.get("tolerance", {}).items()}
+        if "scale_floor" in output:
+            wanted[f"outputs.{output['name']}.scale_floor"] = output["scale_floor"]
+    stated = {key: cell for cell, key in TABLE_ROW.findall(readme.read_text(encoding="utf-8"))}
+    problems = [f"no row for {key} (add `| ... | {value} | \\`{key}\\` |`)" for key, value in wanted.items() if key not in stated]
+    for key, cell in stated.items():
+        number = re.match(r"[0-9.e+-]+", cell.strip())
+        if key in wanted and (number is None or not math.isclose(float(number.group()), float(wanted[key]))):
+            problems.append(f"the row for {key} says {cell.strip()!r}; problem.toml says {wanted[key]}")
+        elif key not in wanted:
+            problems.append(f"a row names {key}, which problem.toml does not have")
+    if problems:
+        for problem in problems:
+            findings.fail("statement", f"README.md's table of limits and tolerances: {problem}")
+    else:
+        findings.ok("statement", f"README.md states each of the {len(wanted)} limits and tolerances as problem.toml has them")
+
+
+def _data(spec: Spec) -> dict[str, Any]:
+    import tomllib
+
+    return tomllib.loads((PROBLEMS / spec.id / "problem.toml").read_text(encoding="utf-8"))
+
+
+# -- 2. the reference against the oracle --------------------------------------------------------
+
+
+def check_oracle(spec: Spec, seeds: tuple[str, ...], findings: Findings) -> None:
+    import torch
+
+    from grader.cases import make_cases
+    from grader.expected import as_outputs, float64_args, reference_function
+
+    try:
+        oracle = hidden_module(f"{spec.module}.oracle").oracle
+    except (ImportError, AttributeError) as error:
+        return findings.fail("oracle", f"{spec.module}.oracle has no oracle() ({error}): write an independent implementation there")
+    reference = reference_function(spec)
+    worst: dict[str, float] = {}
+    for seed in seeds:
+        for case in make_cases(spec, seed):
+            args = float64_args(case)
+            with torch.no_grad():
+                ours = as_outputs(reference(*args.values()), spec)
+                theirs = as_outputs(oracle(*float64_args(case).values()), spec)
+            for declared, a, b in zip(spec.outputs, ours, theirs, strict=True):
+                b = torch.as_tensor(b, dtype=torch.float64)
+                if tuple(a.shape) != tuple(b.shape):
+                    shapes = f"{tuple(a.shape)} by the reference, {tuple(b.shape)} by the oracle"
+                    return findings.fail("oracle", f"case {case.name} ({seed}): {declared.name} has shape {shapes}")
+                scale = max(a.abs().max().item() if a.numel() else 0.0, declared.scale_floor)
+                error = (a - b).abs().max().item() / scale if a.numel() and scale > 0 else 0.0
+                worst[case.family] = max(worst.get(case.family, 0.0), error)
+    allowed = ORACLE_AGREEMENT * spec.tolerance["float64"]
+    bad = {family: error for family, error in worst.items() if not error <= allowed}
+    shown = ", ".join(f"{family} {error:.1e}" for family, error in sorted(worst.items()))
+    if bad:
+        findings.fail("oracle", f"the reference and the oracle disagree beyond {allowed:.0e} of the scale in float64: {shown}")
+    else:
+        findings.ok("oracle", f"the reference agrees with the oracle in float64 on every case of {len(seeds)} seeds (worst relative error by family: {shown})")
+
+
+# -- 3. the example submissions -----------------------------------------------------------------
+
+
+def examples(spec: Spec) -> dict[Path, str]:
+    folder = ROOT / "reference" / spec.module.removeprefix("reference.") / "submissions"
+    return {path: path.parent.name for path in sorted(folder.glob("*/*.py"))}
+
+
+def check_examples(spec: Spec, seeds: tuple[str, ...], findings: Findings) -> None:
+    from grader.batch.schedule import Workers, default_jobs
+    from grader.results import Verdict
+    from grader.sandbox.backends import choose_backend
+
+    files = examples(spec)
+    if not files:
+        return findings.fail("examples", f"no example submissions in reference/{spec.module.removeprefix('reference.')}/submissions/<verdict>/")
+    known = {v.value for v in Verdict}
+    if unknown := sorted({verdict for verdict in files.values() if verdict not in known}):
+        findings.fail("examples", f"folders that are not verdicts: {', '.join(unknown)} (verdicts: {', '.join(sorted(known))})")
+    detailed = dataclasses.replace(spec, hidden_case_details=True)  # each case's error relative to its tolerance, for the margins
+    backend = choose_backend("auto", secret_seed=True)
+    margins: dict[Path, list[float]] = {path: [] for path in files}
+    wrong: dict[Path, list[str]] = {path: [] for path in files}
+    for seed in seeds:
+        workers = Workers(detailed, seed, jobs=default_jobs(), backend=backend)
+        for path, report in workers.map((path, path) for path in files if files[path] in known):
+            if report.verdict != files[path]:
+                wrong[path].append(f"{seed}: {report.verdict} ({report.message.splitlines()[0][:160]})")
+            margins[path].append(_margin(report))
+    for path, verdict in files.items():
+        if verdict in known:
+            _example_finding(f"{verdict}/{path.name}", verdict, wrong[path], margins[path], len(seeds), findings)
+
+
+def _example_finding(name: str, verdict: str, wrong: list[str], margins: list[float], seeds: int, findings: Findings) -> None:
+    if wrong:
+        return findings.fail("examples", f"{name} expected {verdict}, got {'; '.join(wrong)}")
+    worst, least = max(margins, default=math.nan), min(margins, default=math.nan)
+    if verdict == "accepted" and not worst <= CORRECT_MARGIN:
+        return findings.fail(
+            "examples", f"{name}: accepted, but its worst error is {worst:.2g}x the tolerance; a correct file should stay within {CORRECT_MARGIN}x (loosen it?)"
+        )
+    if verdict == "wrong_answer" and not least >= WRONG_MARGIN:
+        return findings.fail(
+            "examples",
+            f"{name}: rejected, but only {least:.2g}x past the tolerance; a wrong file should fail by {WRONG_MARGIN}x (tighten it, or add a case?)",
+        )
+    if verdict == "accepted":
+        margin = f" (worst case {worst:.2g}x the tolerance)"
+    elif verdict == "wrong_answer":
+        margin = " (by a shape, type or exception on every seed)" if math.isinf(least) else f" (at least {least:.2g}x the tolerance on every seed)"
+    else:
+        margin = ""
+    findings.ok("examples", f"{name}: {verdict} on {seeds} seeds{margin}")
+
+
+def _margin(report: Any) -> float:
+    """The worst error of a graded file over what the tolerance allows: inf where a case failed
+    by something other than its numbers (a shape, a type, an exception), nan where no case was judged."""
+    if any(not c.passed and c.ratio is None for c in report.cases):
+        return math.inf
+    return max((c.ratio for c in report.cases if c.ratio is not None), default=math.nan)
+
+
+# -- 4. mutation adequacy -----------------------------------------------------------------------
+
+
+@contextmanager
+def _time_limit(seconds: int) -> Iterator[None]:
+    def expired(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"more than {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def check_mutants(spec: Spec, seed: str, findings: Findings) -> None:
+    import torch
+
+    from grader import mutation
+    from grader.cases import make_cases
+    from grader.expected import expected_for
+
+    hidden = ROOT / "reference" / spec.module.removeprefix("reference.")
+    source = (hidden / "reference.py").read_text(encoding="utf-8")
+    try:
+        equivalent = mutation.load_equivalent(hidden / "mutants.toml")
+    except ValueError as error:
+        return findings.fail("mutants", str(error))
+    torch.set_num_threads(1)
+    cases = make_cases(spec, seed)
+    expected = [expected_for(case, spec) for case in cases]
+    started = time.monotonic()
+    outcomes: dict[str, str] = {}
+    every = mutation.mutants(source)
+    for mutant in every:
+        try:
+            module = mutation.load_mutant(mutant, f"{spec.module}.reference", spec.module)
+            function = getattr(module, spec.entry_point)
+            with _time_limit(MUTANT_SECONDS):
+                outcomes[mutant.id] = _mutant_outcome(function, cases, expected, spec)
+        except Exception:  # noqa: BLE001 - a mutant that does not even load or run is told apart by any case
+            outcomes[mutant.id] = "broken"
+    for line in mutation.report_lines(every, outcomes, equivalent, f"reference/{hidden.name}/mutants.toml"):
+        (findings.fail if line.startswith(("survived", "stale")) else findings.note)("mutants", line)
+    score = mutation.score(outcomes, equivalent)
+    summary = f"{mutation.summary(score)} ({len(every)} mutants of reference.py, {time.monotonic() - started:.0f} s)"
+    (findings.ok if score.survived == 0 else findings.fail)("mutants", summary)
+
+
+def _mutant_outcome(function: Callable, cases: list, expected: list, spec: Spec) -> str:
+    """ "same" when its float64 results are the reference's on every case (no test can tell it
+    apart), "broken" when it raises or gives non-finite values there, else "killed" when some
+    hidden case rejects it as the grader would, "survived" when none does."""
+    import torch
+
+    from grader.expected import as_outputs, float64_args
+    from grader.judge import judge_reply
+    from grader.results import CaseResult
+
+    same = True
+    for case, want in zip(cases, expected, strict=True):
+        args = float64_args(case)
+        for name in case.differentiable:
+            args[name].requires_grad_(True)
+        outputs = as_outputs(function(*args.values()), spec)
+        if not all(isinstance(o, torch.Tensor) and torch.isfinite(o).all() for o in outputs):
+            return "broken"
+        if not _close(outputs, want.outputs):
+            same = False
+            break
+        if case.differentiable:
+            from grader.child.vjp import vector_jacobian
+
+            got = vector_jacobian(outputs, [args[n] for n in case.differentiable], tuple(u.to(torch.float64) for u in case.upstream))
+            grads = tuple(torch.zeros_like(args[n]) if g is None else g for n, g in zip(case.differentiable, got, strict=True))
+            if not _close(grads, tuple(want.grads[n] for n in case.differentiable)):
+                same = False
+                break
+    if same:
+        return "same"
+    for case, want in zip(cases, expected, strict=True):
+        result = CaseResult(case.name, case.family, case.dtype, case.public, case.shape_text())
+        reply, tensors = _answer(function, case, spec)
+        judge_reply(case, want, reply, tensors, spec, result)
+        if not result.passed:
+            return "killed"
+    return "survived"
+
+
+def _close(got: tuple, want: tuple) -> bool:
+    import torch
+
+    for a, b in zip(got, want, strict=True):
+        if tuple(a.shape) != tuple(b.shape):
+            return False
+        if a.numel() == 0:
+            continue
+        a, b = a.detach().to(torch.float64), b.to(torch.float64)
+        scale = b.abs().max().item()
+        if (a - b).abs().max().item() > SAME_OUTPUT * max(scale, 1e-300):
+            return False
+    return True
+
+
+def _answer(function: Callable, case: Any, spec: Spec) -> tuple[dict, dict]:
+    """What the child would send for this case (its own code, grader/child/runner.py), and the
+    tensors the grader would keep of it (grader/protocol.py)."""
+    from grader import protocol
+    from grader.child.runner import run_case
+
+    reply, tensors = run_case(function, *case.request(), "mutant.py")
+    expect = protocol.expect_result(case, spec).tensors
+    kept = {name: t for name, t in tensors.items() if expect.get(name) == protocol.TensorSpec(str(t.dtype).removeprefix("torch."), tuple(t.shape))}
+    return reply, kept
+
+
+# -- 5. the kit --------------------------------------------------------------------------------
+
+
+def check_kit(spec: Spec, findings: Findings) -> None:
+    build = ROOT / "deploy" / "kit" / "build.py"
+    if not build.is_file():
+        return findings.note("kit", "deploy/kit/build.py is not here (an image without the deploy folder): not checked")
+    with tempfile.TemporaryDirectory(prefix="mlm-verify-kit-") as folder:
+        out = Path(folder) / "kit.zip"
+        done = subprocess.run([sys.executable, str(build), "--problem", spec.id, "--out", str(out)], capture_output=True, text=True, timeout=600)
+        if done.returncode != 0 or not out.is_file():
+            said = (done.stderr or done.stdout).strip().splitlines()
+            return findings.fail("kit", f"the kit does not build: {said[-1] if said else f'exit status {done.returncode}'}")
+        findings.ok("kit", f"the kit builds ({out.stat().st_size // 1024} KiB) and holds no reference, hidden case or hidden seed")
+
+
+# -- the command --------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m grader verify",
+        description="Check a challenge's package: form, reference against oracle, example submissions on several seeds, "
+        "mutation adequacy of the hidden cases, the kit. One line per finding; exit status 0 when every check passes, 1 otherwise, 2 on a usage error.",
+    )
+    parser.add_argument("problem", metavar="ID", help="the challenge (python -m grader problems lists them)")
+    parser.add_argument(
+        "--seeds", type=int, default=len(SEEDS), choices=range(1, len(SEEDS) + 1), help=f"seeds for the oracle and the examples (default {len(SEEDS)})"
+    )
+    parser.add_argument("--skip", action="append", default=[], choices=("oracle", "examples", "mutants", "kit"), help="leave a check out (repeatable)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str], out: TextIO = sys.stdout) -> int:
+    args = parse_args(argv)
+    try:
+        spec = problem_spec(args.problem)
+    except UnknownProblem as error:
+        print(f"grader verify: {error}", file=sys.stderr)
+        return 2
+    except SetupError as error:
+        print(f"FAIL  form: {error}", file=out)
+        return 1
+    findings = Findings(out)
+    seeds = SEEDS[: args.seeds]
+    print(f"verifying {spec.id} ({spec.title}), package {spec.digest[:12]}", file=out, flush=True)
+    check_form(spec, findings)
+    if "oracle" not in args.skip:
+        check_oracle(spec, seeds, findings)
+    if "examples" not in args.skip:
+        check_examples(spec, seeds, findings)
+    if "mutants" not in args.skip:
+        check_mutants(spec, seeds[0], findings)
+    if "kit" not in args.skip:
+        check_kit(spec, findings)
+    print(f"{spec.id}: {'every check passed' if not findings.failed else f'{findings.failed} findings to fix'}", file=out)
+    return 1 if findings.failed else 0
