@@ -18,6 +18,7 @@ import ast
 import hashlib
 import tomllib
 import types
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -412,7 +413,9 @@ def _mutant(
         before, after = f"{_parameter(parent, name, index)}={before}", f"{_parameter(parent, name, index)}={after}"
     source = _joined([*pieces[:position], changed, *pieces[position + 1 :]])
     try:
-        compile(changed, "<mutant>", "exec")  # what may not compile is in this statement; the others compiled before
+        with warnings.catch_warnings():  # a mutant such as `(1)(x)` compiles with a SyntaxWarning: it is still a mutant, and silent
+            warnings.simplefilter("ignore")
+            compile(changed, "<mutant>", "exec")  # what may not compile is in this statement; the others compiled before
     except (SyntaxError, ValueError):
         return None
     key = "\n".join((scope, operator, context, original, ast.unparse(replacement)))

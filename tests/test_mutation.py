@@ -320,3 +320,9 @@ def test_a_weak_check_leaves_survivors_and_a_full_comparison_kills_them():
     full = score({mutant.id: outcome(mutant, x, expected, lambda got: torch.allclose(got, expected)) for mutant in found}, {})
     assert full.adequate and full.value == 1.0 and full.same
     assert score_lines(full, found, "m.toml")[-1].startswith("mutation score: 100.0% (")
+
+
+def test_making_mutants_prints_no_warning(recwarn):
+    found = mutants("def f(x, g):\n    return (g + 1)(x)\n")
+    assert "`g + 1` -> `1`" in {change(mutant) for mutant in found}  # `1(x)` compiles with a SyntaxWarning
+    assert [str(warning.message) for warning in recwarn] == []
