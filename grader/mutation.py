@@ -334,10 +334,11 @@ def _slice_edits(piece: ast.Slice, parents: Mapping[ast.AST, tuple[ast.AST, str,
     assert isinstance(subscript, ast.Subscript)
     for bound, step in (("lower", 1), ("upper", -1)):
         old = getattr(piece, bound)
+        number = None if old is None else _number(old)
         if old is None:
             new: ast.expr = _literal(step)
-        elif isinstance(_number(old), int):
-            new = _literal(_number(old) + step)  # type: ignore[operator]
+        elif isinstance(number, int):
+            new = _literal(number + step)
         else:
             new = ast.BinOp(left=old, op=ast.Add() if step > 0 else ast.Sub(), right=ast.Constant(1))
         changed = ast.Slice(**{**{"lower": piece.lower, "upper": piece.upper, "step": piece.step}, bound: new})
