@@ -18,6 +18,7 @@ import ast
 import hashlib
 import tomllib
 import types
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -333,10 +334,11 @@ def _slice_edits(piece: ast.Slice, parents: Mapping[ast.AST, tuple[ast.AST, str,
     assert isinstance(subscript, ast.Subscript)
     for bound, step in (("lower", 1), ("upper", -1)):
         old = getattr(piece, bound)
+        number = None if old is None else _number(old)
         if old is None:
             new: ast.expr = _literal(step)
-        elif isinstance(_number(old), int):
-            new = _literal(_number(old) + step)  # type: ignore[operator]
+        elif isinstance(number, int):
+            new = _literal(number + step)
         else:
             new = ast.BinOp(left=old, op=ast.Add() if step > 0 else ast.Sub(), right=ast.Constant(1))
         changed = ast.Slice(**{**{"lower": piece.lower, "upper": piece.upper, "step": piece.step}, bound: new})
@@ -412,7 +414,9 @@ def _mutant(
         before, after = f"{_parameter(parent, name, index)}={before}", f"{_parameter(parent, name, index)}={after}"
     source = _joined([*pieces[:position], changed, *pieces[position + 1 :]])
     try:
-        compile(changed, "<mutant>", "exec")  # what may not compile is in this statement; the others compiled before
+        with warnings.catch_warnings():  # a mutant such as `(1)(x)` compiles with a SyntaxWarning: it is still a mutant, and silent
+            warnings.simplefilter("ignore")
+            compile(changed, "<mutant>", "exec")  # what may not compile is in this statement; the others compiled before
     except (SyntaxError, ValueError):
         return None
     key = "\n".join((scope, operator, context, original, ast.unparse(replacement)))

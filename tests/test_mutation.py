@@ -2,6 +2,8 @@
 the author's equivalence marks, and the score verify prints."""
 
 import ast
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -114,6 +116,15 @@ def test_docstrings_annotations_and_decorators_are_left_alone():
 
 def test_the_list_is_the_same_on_every_run():
     assert mutants(MLM_SOURCE) == MLM_MUTANTS
+
+
+def test_the_ids_are_the_same_in_another_process_with_another_hash_seed():
+    """mutants.toml outlives the process: no id may depend on Python's per-process string hashing."""
+    script = "import sys; from grader.mutation import mutants; print(' '.join(m.id for m in mutants(sys.stdin.read())))"
+    for seed in ("1", "2"):
+        environment = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(MLM_PATH.parents[1])}
+        run = subprocess.run([sys.executable, "-c", script], input=MLM_SOURCE, capture_output=True, text=True, env=environment, check=True)
+        assert run.stdout.split() == [mutant.id for mutant in MLM_MUTANTS]
 
 
 def test_ids_survive_code_added_moved_or_commented_elsewhere():
@@ -320,3 +331,9 @@ def test_a_weak_check_leaves_survivors_and_a_full_comparison_kills_them():
     full = score({mutant.id: outcome(mutant, x, expected, lambda got: torch.allclose(got, expected)) for mutant in found}, {})
     assert full.adequate and full.value == 1.0 and full.same
     assert score_lines(full, found, "m.toml")[-1].startswith("mutation score: 100.0% (")
+
+
+def test_making_mutants_prints_no_warning(recwarn):
+    found = mutants("def f(x, g):\n    return (g + 1)(x)\n")
+    assert "`g + 1` -> `1`" in {change(mutant) for mutant in found}  # `1(x)` compiles with a SyntaxWarning
+    assert [str(warning.message) for warning in recwarn] == []
