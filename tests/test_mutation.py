@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from grader.mutation import OPERATORS, MutationScore, load_equivalent, load_mutant, mutants, score, score_lines
-from reference import mlm
+from reference.mlm_forward_tied import reference as mlm
 
 MLM_PATH = Path(mlm.__file__)
 MLM_SOURCE = MLM_PATH.read_text(encoding="utf-8")
@@ -177,9 +177,9 @@ def mlm_arguments() -> tuple:
 
 def test_a_mutated_helper_reaches_the_entry_point_and_the_real_reference_stays():
     mutant = find(MLM_MUTANTS, "(x - mean) / torch.sqrt(var + LAYER_NORM_EPS)", "x - mean")  # in layer_norm, which only the blocks call
-    module = load_mutant(mutant, "reference.mlm")
-    assert module.__name__ == "reference.mlm" and module.__package__ == "reference"
-    assert module is not mlm and sys.modules["reference.mlm"] is mlm
+    module = load_mutant(mutant, "reference.mlm_forward_tied.reference")
+    assert module.__name__ == "reference.mlm_forward_tied.reference" and module.__package__ == "reference.mlm_forward_tied"
+    assert module is not mlm and sys.modules["reference.mlm_forward_tied.reference"] is mlm
     arguments = mlm_arguments()
     expected = mlm.mlm_forward_tied(*arguments)
     assert not torch.allclose(module.mlm_forward_tied(*arguments), expected)
