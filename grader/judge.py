@@ -191,9 +191,10 @@ def _result_problem(reply: dict[str, Any], spec: Spec, case: Case) -> tuple[Chec
     count = len(spec.outputs)
     names = ", ".join(o.name for o in spec.outputs)
     if out.get("type") != "tuple":
-        return Check.TYPE, f"returned a {out.get('type')}; expected a tuple of {count} tensors ({names})"
+        return Check.TYPE, f"returned a non-tuple {out.get('type')}; expected a tuple of {count} tensors ({names})"
     if out.get("length") != count:
-        return Check.TYPE, f"returned a tuple of {out.get('length')} elements; expected {count} ({names})"
+        length = out.get("length")
+        return Check.TYPE, f"returned a tuple of {length} element{'' if length == 1 else 's'}; expected {count} ({names})"
     for index, (declared, shape) in enumerate(zip(spec.outputs, case.output_shapes, strict=True)):
         parts = reply.get("parts", [])
         if problem := _tensor_problem(parts[index] if index < len(parts) else {}, declared, shape, case.dtype, f"element {index} ({declared.name}): "):

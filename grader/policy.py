@@ -86,12 +86,20 @@ class Rules:
     forbidden_functions: tuple[str, ...]
     forbidden_operators: tuple[str, ...]
     forbidden_attributes: tuple[str, ...]
+    challenge_attributes: tuple[str, ...] = ()  # those of forbidden_attributes the challenge's package added to the base policy
 
     @staticmethod
     def of(policy: dict[str, Any]) -> "Rules":
         return Rules(
-            *(tuple(policy[key]) for key in ("allowed_imports", "allowed_submodules", "forbidden_functions", "forbidden_operators", "forbidden_attributes"))
+            *(tuple(policy[key]) for key in ("allowed_imports", "allowed_submodules", "forbidden_functions", "forbidden_operators", "forbidden_attributes")),
+            tuple(policy.get("challenge_attributes", ())),
         )
+
+    def attribute_reason(self, path: str) -> str:
+        """Why a forbidden attribute is: the challenge's own rule, or what the base policy's walls keep out."""
+        if any(fnmatch.fnmatchcase(path, pattern) for pattern in self.challenge_attributes):
+            return "this challenge forbids it: see the rules in the statement"
+        return "it reaches files, compilers, code, operators by name or raw memory"
 
     @cached_property
     def _operators(self) -> re.Pattern[str]:
@@ -167,7 +175,7 @@ class _Builder:
         if self.rules.builtin_function(name):
             return f".{name} is forbidden (built-in {name})", advice_for(name)
         if self.rules.forbidden_path(full):
-            return f"{name} is forbidden ({full} reaches files, compilers, code, operators by name or raw memory)", "use tensor operations only"
+            return f"{name} is forbidden ({full}: {self.rules.attribute_reason(full)})", "use tensor operations only"
         if isinstance(value, types.ModuleType):
             return None if full in self.module_paths and value.__name__ == full else MODULE
         if _is_internal(value):
@@ -535,7 +543,7 @@ class Checker:
         if self.rules.forbidden_path(path):
             if root == "operator":
                 return f"{path} is forbidden (it reaches attributes by a computed name)", "write the attribute or method directly"
-            return f"{path} is forbidden (it reaches files, compilers, code, operators by name or raw memory)", "use tensor operations only"
+            return f"{path} is forbidden ({self.rules.attribute_reason(path)})", "use tensor operations only"
         value = vars(owner).get(name) if isinstance(owner, types.ModuleType) else inspect.getattr_static(owner, name, None)
         if inspect.ismodule(value):
             return f"{path} is a module outside the allowed list", "use the public API of torch, numpy and math"

@@ -2,6 +2,7 @@
 (docs/problem-packages.md), with the harness's base policy (grader/base_policy.toml) merged in."""
 
 import argparse
+import fnmatch
 import hashlib
 import importlib
 import os
@@ -20,7 +21,15 @@ BASE_POLICY_PATH = Path(__file__).resolve().parent / "base_policy.toml"
 PROBE_FAMILY = "probes"  # the hidden cases the diagnosis reads (grader/diagnosis.py)
 
 # The [policy] lists the child reads: its runtime guard and the capabilities of grader/child/restricted.py.
-CHILD_POLICY = ("allowed_imports", "allowed_submodules", "forbidden_functions", "forbidden_operators", "forbidden_attributes", "readable_dunders")
+CHILD_POLICY = (
+    "allowed_imports",
+    "allowed_submodules",
+    "forbidden_functions",
+    "forbidden_operators",
+    "forbidden_attributes",
+    "challenge_attributes",
+    "readable_dunders",
+)
 
 
 class SetupError(ValueError):
@@ -176,10 +185,12 @@ class Spec:
     def tensor_parameters(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.parameters if p.type == "tensor")
 
+    hidden: str = ""  # [problem] module: the Python package of its hidden side, when not reference/<id, "-" written "_">
+
     @property
     def module(self) -> str:
-        """The package of its hidden side: reference/<id, "-" written "_">."""
-        return "reference." + self.id.replace("-", "_")
+        """The package of its hidden side: reference/<id, "-" written "_"> unless problem.toml names another."""
+        return self.hidden or "reference." + self.id.replace("-", "_")
 
     def seed_warnings(self, hidden_seed: str, public_only: bool = False) -> list[str]:
         """What a report must say about its seed: hidden cases from the fixed local seed are no secret."""
@@ -263,6 +274,8 @@ def parse_spec(data: dict[str, Any], base_policy: dict[str, Any] | None = None, 
     if unknown := [name for name in gradient_wrt if name not in tensors]:
         raise ValueError(f"[problem] gradient_wrt names {unknown[0]!r}, which is not a tensor parameter ({', '.join(tensors)})")
     diagnosis = data.get("diagnosis", {})
+    policy = merge_policy(load_base_policy() if base_policy is None else base_policy, data.get("policy", {}))
+    refuse_what_the_grader_calls(policy, bool(gradient_wrt))
     return Spec(
         id=problem["id"],
         title=problem.get("title", problem["id"]),
@@ -281,12 +294,13 @@ def parse_spec(data: dict[str, Any], base_policy: dict[str, Any] | None = None, 
         seed_env_var=data["seeds"]["env_var"],
         families=families,
         templates=_templates(families, data.get("cases", [])),
-        policy=merge_policy(load_base_policy() if base_policy is None else base_policy, data.get("policy", {})),
+        policy=policy,
         scoring=_scoring(data.get("scoring", {}), families),
         hidden_case_details=_flag(data.get("report", {}), "hidden_case_details"),
         known_mistakes=_flag(diagnosis, "known_mistakes", default=True),
         diagnosis=_flag(diagnosis, "probes"),
         digest=digest,
+        hidden=problem.get("module", ""),
     )
 
 
@@ -346,7 +360,34 @@ def merge_policy(base: dict[str, Any], package: dict[str, Any]) -> dict[str, Any
             )
     for key in ADDED_POLICY[:2]:
         merged.setdefault(key, [])
+    merged["challenge_attributes"] = list(package.get("forbidden_attributes", []))  # worded as the challenge's rule in refusals
     return merged
+
+
+# What the child's own code calls on the tensors of a case (grader/child/runner.py, vjp.py), under the
+# runtime guard, which refuses a forbidden name or operator whoever calls it: copies of the inputs and
+# of what comes back, and, for a gradient check, leaves and the vector-Jacobian product.
+GRADER_CALLS = ("clone", "detach")
+GRADIENT_CALLS = ("requires_grad_", "grad", "mul", "__mul__", "sum", "to", "add", "__add__", "zeros_like")
+GRADER_OPERATORS = ("clone", "detach", "alias")
+GRADIENT_OPERATORS = ("mul", "sum", "_to_copy", "add", "zeros_like", "zero_", "fill_", "ones_like", "expand", "sum_backward")
+
+
+def refuse_what_the_grader_calls(policy: dict[str, Any], gradient: bool) -> None:
+    """ValueError when the policy forbids, as a torch function or an ATen operator, what the grader's
+    own code in the child calls: the guard would refuse the grader too. To keep a submission from
+    autograd, forbid it by attribute (forbidden_attributes: "torch.autograd*", "*.backward", ...),
+    which the static check and the capability layer apply to the submission's code alone."""
+    names = GRADER_CALLS + GRADIENT_CALLS * gradient
+    operators = GRADER_OPERATORS + GRADIENT_OPERATORS * gradient
+    if used := sorted(set(policy.get("forbidden_functions", [])) & set(names)):
+        raise ValueError(
+            f"[policy] forbidden_functions names {', '.join(used)}, which the grader's own code calls in the child; "
+            'forbid a submission\'s use by attribute instead (forbidden_attributes, e.g. "*.requires_grad_")'
+        )
+    for pattern in policy.get("forbidden_operators", []):
+        if hit := fnmatch.filter(operators, pattern):
+            raise ValueError(f"[policy] forbidden_operators pattern {pattern!r} matches aten.{hit[0]}, which the grader's own code runs in the child")
 
 
 @cache

@@ -273,11 +273,12 @@ def check_mutants(spec: Spec, seed: str, findings: Findings) -> None:
                 outcomes[mutant.id] = _mutant_outcome(function, cases, expected, spec)
         except Exception:  # noqa: BLE001 - a mutant that does not even load or run is told apart by any case
             outcomes[mutant.id] = "broken"
-    for line in mutation.report_lines(every, outcomes, equivalent, f"reference/{hidden.name}/mutants.toml"):
-        (findings.fail if line.startswith(("survived", "stale")) else findings.note)("mutants", line)
-    score = mutation.score(outcomes, equivalent)
-    summary = f"{mutation.summary(score)} ({len(every)} mutants of reference.py, {time.monotonic() - started:.0f} s)"
-    (findings.ok if score.survived == 0 else findings.fail)("mutants", summary)
+    result = mutation.score(outcomes, equivalent)
+    lines = mutation.score_lines(result, every, f"reference/{hidden.name}/mutants.toml")
+    for line in lines[:-1]:
+        (findings.fail if line.startswith(("survived", "stale", "marked")) else findings.note)("mutants", line)
+    summary = f"{lines[-1]} ({len(every)} mutants of reference.py, {time.monotonic() - started:.0f} s)"
+    (findings.ok if result.adequate else findings.fail)("mutants", summary)
 
 
 def _mutant_outcome(function: Callable, cases: list, expected: list, spec: Spec) -> str:

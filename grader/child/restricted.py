@@ -112,6 +112,9 @@ def _torch_internal(value: Any) -> bool:
     return _type_name(_type(meta)) == "pybind11_type" or (_isinstance(module, _str) and module.startswith("torch._ops"))
 
 
+OWN_RULE = "this challenge forbids it: see the rules in the statement"  # a forbidden attribute the challenge's package added
+
+
 class Capabilities:
     """The checks behind the rewritten code and the restricted built-ins, for one submission."""
 
@@ -135,6 +138,7 @@ class Capabilities:
         operators = re.compile("|".join(fnmatch.translate(p) for p in config["forbidden_operators"]) or "(?!)")
         self._forbidden_function = lambda name: name in functions or operators.match(name) is not None
         self._attributes = [(p, p.rpartition(".")[2]) for p in config["forbidden_attributes"]]
+        self._challenge_attributes = tuple(config.get("challenge_attributes", ()))  # the package's own (grader/spec.py merge_policy)
         self._type_paths = self._public_type_paths()
         self._name_verdicts: dict[str, bool] = {}  # name -> whether some rule may refuse it
         self.own_ids: set[int] = set()
@@ -354,7 +358,9 @@ class Capabilities:
                 tensor = path.startswith("torch.Tensor.") and not _isinstance(obj, type)
                 self.refuse(f"the Tensor method .{name}" if tensor else f"the function {path}")
             if any(fnmatch.fnmatchcase(path, pattern) for pattern, _ in self._attributes):
-                self.refuse(f"{path} (it reaches files, compilers, code, operators by name or raw memory)")
+                own = any(fnmatch.fnmatchcase(path, pattern) for pattern in self._challenge_attributes)
+                why = OWN_RULE if own else "it reaches files, compilers, code, operators by name or raw memory"
+                self.refuse(f"{path} ({why})")
 
     def _owned_somewhere(self, obj: Any) -> bool:
         """Whether a private name not found on obj may still be its own (an own instance or class)."""

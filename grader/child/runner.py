@@ -265,8 +265,8 @@ def _run_calls(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Te
     label(f"{header['name']} gradient")
     try:
         out = fn(*arguments(leaves.__getitem__))
-        outs = (out,) if returns == "tensor" else out
-        if type(outs) is tuple and len(outs) == count and all(isinstance(o, torch.Tensor) for o in outs) and any(o.requires_grad for o in outs):
+        outs = (out,) if returns == "tensor" else tuple(tuple.__getitem__(out, i) for i in range(tuple.__len__(out))) if isinstance(out, tuple) else ()
+        if len(outs) == count and all(isinstance(o, torch.Tensor) for o in outs) and any(o.requires_grad for o in outs):
             wrt = [leaves[name] for name in differentiable]
             grads = vector_jacobian(outs, wrt, tuple(upstream))
             reply["differentiable"] = True
@@ -281,13 +281,13 @@ def _run_calls(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Te
 
 
 def describe_tuple(out: object, count: int) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, torch.Tensor]]:
-    """A tuple-returning problem's result: the object's own description (a tuple and its length,
-    read without running any code of the submission's: type(out) is tuple exactly), each element's
-    (describe_output), and a copy of each element the wire carries, as output_<i>."""
+    """A tuple-returning problem's result: the object's own description (a tuple, a named tuple
+    included, and its length), each element's (describe_output), and a copy of each element the wire
+    carries, as output_<i>. The elements are read with tuple's own slots, never the object's methods
+    (a subclass's __len__ or __getitem__ does not run)."""
     kind = type(out)
-    if kind is not tuple:
-        what = f"subclass of tuple (a class that calls itself {_class_name(kind)})" if issubclass(kind, tuple) else f"object of class {_class_name(kind)}"
-        return {"type": what, "plain": False}, [], {}
+    if not issubclass(kind, tuple):
+        return {"type": f"object of class {_class_name(kind)}", "plain": False}, [], {}
     length = tuple.__len__(out)
     info = {"type": "tuple", "plain": True, "length": length}
     if length != count:

@@ -1,0 +1,2 @@
+def scale_count(x, y, alpha, keep):
+    return (alpha * x + y if keep else alpha * x), (x >= 0).sum(-1) + 1
