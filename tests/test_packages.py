@@ -1,0 +1,217 @@
+"""Challenges as packages (docs/problem-packages.md), tested on the harness's own fixture problem
+(tests/fixture_problem/: two outputs, an exact int64 one, float and bool parameters, a gradient
+check, autograd kept from the submission) and on the installed packages' registry."""
+
+import dataclasses
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader import protocol
+from grader.cases import make_cases
+from grader.child import wire
+from grader.expected import expected_for, public_case_file, read_public_case
+from grader.spec import DEFAULT_PROBLEM, ROOT, load_spec, merge_policy, parse_spec, problem_ids, problem_spec
+from tests.grading import run_grader, shared_once
+
+FIXTURE = ROOT / "tests" / "fixture_problem"
+SPEC_FILE = FIXTURE / "problem.toml"
+SPEC = load_spec(SPEC_FILE)
+DATA = tomllib.loads(SPEC_FILE.read_text())
+
+# Each fixture submission: its verdict, and what the first failing case's message says.
+EXPECTED = {
+    "correct.py": ("accepted", "all 4 cases passed"),
+    "named_tuple.py": ("accepted", "all 4 cases passed"),
+    "count_off_by_one.py": ("wrong_answer", "the values of the counts are not close to the expected ones (compared exactly: int64)"),
+    "always_shift.py": ("wrong_answer", "case no_shift_1 failed (3 of 4 cases passed): the values of z are not close"),
+    "list_result.py": ("wrong_answer", "returned a non-tuple object of class builtins.list; expected a tuple of 2 tensors (z, count)"),
+    "one_element.py": ("wrong_answer", "returned a tuple of 1 element; expected 2 (z, count)"),
+    "float_counts.py": ("wrong_answer", "element 1 (count): returned dtype float64; expected int64"),
+    "detached_x.py": ("wrong_answer", "the gradient reaching x is wrong"),
+    "uses_autograd.py": ("forbidden_api", "torch.autograd is forbidden (this challenge forbids it: see the rules in the statement)"),
+}
+
+
+@pytest.fixture(scope="module")
+def fixture_batch(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Every fixture submission graded once, by one batch of the fixture problem."""
+
+    def grade() -> dict:
+        out = tmp_path_factory.mktemp("fixture-batch") / "results.jsonl"
+        done = run_grader("batch", str(FIXTURE / "submissions"), "--spec", str(SPEC_FILE), "--out", str(out), "--allow-default-seed")
+        assert out.exists(), done.stderr
+        return {"lines": [json.loads(line) for line in out.read_text().splitlines()], "stdout": done.stdout, "stderr": done.stderr}
+
+    return shared_once(tmp_path_factory, "fixture-batch", grade)
+
+
+def test_the_fixture_has_an_expectation_for_each_of_its_submissions():
+    assert sorted(p.name for p in (FIXTURE / "submissions").glob("*.py")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_fixture_submission_gets_its_verdict_and_message(fixture_batch, name):
+    line = next(line for line in fixture_batch["lines"] if line["id"] == Path(name).stem)
+    verdict, says = EXPECTED[name]
+    assert (line["verdict"], line["problem"]) == (verdict, SPEC.id), line["message"]
+    assert says in line["message"], line["message"]
+    assert line["spec_sha256"] == SPEC.digest
+
+
+def test_a_batch_never_appends_another_problems_results(fixture_batch, tmp_path):
+    out = tmp_path / "results.jsonl"
+    out.write_text("".join(json.dumps(line) + "\n" for line in fixture_batch["lines"]))
+    done = run_grader("batch", str(FIXTURE / "submissions" / "correct.py"), "--out", str(out), "--allow-default-seed")
+    assert done.returncode == 2
+    assert f"holds results of the problem {SPEC.id}, not {DEFAULT_PROBLEM}" in done.stderr and "another --out" in done.stderr
+
+
+def test_problems_lists_every_installed_challenge_and_marks_the_default():
+    done = run_grader("problems")
+    assert done.returncode == 0, done.stderr
+    for problem in problem_ids():
+        assert f"{problem}{' (default)' if problem == DEFAULT_PROBLEM else ''}: " in done.stdout
+    assert {"mlm-forward-tied", "layernorm-backward"} <= set(problem_ids())
+
+
+def test_an_unknown_problem_is_a_usage_error_naming_the_known_ones(tmp_path):
+    for args in (
+        ["--problem", "nope", str(FIXTURE / "submissions" / "correct.py")],
+        ["batch", str(FIXTURE), "--problem", "nope", "--out", str(tmp_path / "r.jsonl")],
+    ):
+        done = run_grader(*args)
+        assert done.returncode == 2 and "there is no problem 'nope'" in done.stderr and DEFAULT_PROBLEM in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_two_problems_never_share_data():
+    other = dataclasses.replace(SPEC, id="fixture-other")
+    ours, theirs = make_cases(SPEC, "seed"), make_cases(other, "seed")
+    assert [c.name for c in ours] == [c.name for c in theirs]
+    assert not any(torch.equal(a.args["x"], b.args["x"]) for a, b in zip(ours, theirs, strict=True) if a.args["x"].shape == b.args["x"].shape)
+
+
+def test_the_call_carries_scalars_by_value_and_tensors_by_name():
+    case = make_cases(SPEC, "seed")[0]
+    header, tensors = case.request()
+    assert header["call"] == [["x", "tensor"], ["y", "tensor"], ["alpha", case.args["alpha"]], ["keep", case.args["keep"]]]
+    assert isinstance(case.args["alpha"], float) and case.args["alpha"] in (0.5, 2.0, -3.0) and case.args["keep"] is True
+    assert set(tensors) == {"x", "y", "upstream_0", "upstream_1"} and (header["returns"], header["outputs"]) == ("tuple", 2)
+
+
+def test_a_public_case_file_reads_back_as_the_same_case():
+    case = next(c for c in make_cases(SPEC, "seed", public_only=True))
+    expected = expected_for(case, SPEC)
+    template = next(t for t in SPEC.templates if t.name == case.name)
+    again, want = read_public_case(public_case_file(case, expected, SPEC), template, SPEC)
+    assert (again.args.keys(), again.shape, again.output_shapes, again.dtype) == (case.args.keys(), case.shape, case.output_shapes, case.dtype)
+    assert all(torch.equal(a, b) for a, b in zip(want.outputs, expected.outputs, strict=True)) and want.outputs[1].dtype == torch.int64
+    assert torch.equal(want.grads["x"], expected.grads["x"]) and torch.equal(again.upstream[1], case.upstream[1])
+
+
+# -- the wire of a tuple result --------------------------------------------------------------------
+
+
+def _result(case, parts: list[dict], tensors: dict) -> tuple[dict, list]:
+    header = {"kind": "result", "name": case.name, "output": {"type": "tuple", "plain": True, "length": len(parts)}, "parts": parts}
+    frame = wire.encode(header, tensors)
+    import io
+
+    return wire.read_header(io.BytesIO(frame))
+
+
+def _part(tensor: torch.Tensor) -> dict:
+    return {"type": "torch.Tensor", "plain": True, "layout": "torch.strided", "shape": list(tensor.shape), "dtype": str(tensor.dtype)[6:], "device": "cpu"}
+
+
+def test_a_tuple_result_that_describes_an_element_otherwise_than_it_sends_it_is_refused():
+    case = make_cases(SPEC, "seed")[0]
+    z, count = expected_for(case, SPEC).outputs
+    z = z.to(getattr(torch, case.dtype))
+    expect = protocol.expect_result(case, SPEC)
+    header, described = _result(case, [_part(z), _part(count)], {"output_0": z, "output_1": count})
+    assert protocol.check(header, described, expect)["parts"][1]["dtype"] == "int64"
+    lying = _part(count) | {"shape": [99]}
+    header, described = _result(case, [_part(z), lying], {"output_0": z, "output_1": count})
+    with pytest.raises(protocol.ProtocolError, match="describes its output_1 with another shape or dtype"):
+        protocol.check(header, described, expect)
+    header, described = _result(case, [_part(z), _part(count)], {"output_0": z, "output_7": count})
+    with pytest.raises(protocol.ProtocolError, match="a tensor named 'output_7', which the case does not have"):
+        protocol.check(header, described, expect)
+    header, described = _result(case, [_part(z)] * (protocol.MAX_PARTS + 1), {})
+    with pytest.raises(protocol.ProtocolError, match="at most 64 descriptions"):
+        protocol.check(header, described, expect)
+
+
+# -- the policy: a package only tightens the base ---------------------------------------------------
+
+
+def test_a_package_adds_to_the_forbidden_lists_and_may_only_narrow_the_allowed_ones():
+    base = {"allowed_imports": ["torch", "math"], "forbidden_functions": ["softmax"], "forbidden_attributes": ["torch.load"]}
+    merged = merge_policy(base, {"forbidden_functions": ["gelu"], "allowed_imports": ["torch"], "forbidden_attributes": ["torch.nn*"]})
+    assert merged["forbidden_functions"] == ["softmax", "gelu"] and merged["allowed_imports"] == ["torch"]
+    assert merged["forbidden_attributes"] == ["torch.load", "torch.nn*"] and merged["challenge_attributes"] == ["torch.nn*"]
+    with pytest.raises(ValueError, match="allowed_imports may only narrow the harness's base policy; it adds 'os'"):
+        merge_policy(base, {"allowed_imports": ["torch", "os"]})
+    with pytest.raises(ValueError, match="readable_dunders_extra cannot be set by a problem package"):
+        merge_policy(base, {"readable_dunders_extra": ["__globals__"]})
+
+
+@pytest.mark.parametrize(
+    "policy, message",
+    [
+        ({"forbidden_functions": ["requires_grad_"]}, "forbidden_functions names requires_grad_, which the grader's own code calls"),
+        ({"forbidden_functions": ["clone"]}, "forbidden_functions names clone"),
+        ({"forbidden_operators": ["mul*"]}, r"forbidden_operators pattern 'mul\*' matches aten.mul"),
+    ],
+)
+def test_a_package_cannot_forbid_what_the_graders_own_code_calls(policy, message):
+    with pytest.raises(ValueError, match=message):
+        parse_spec(DATA | {"policy": policy})
+
+
+def test_without_a_gradient_check_autograd_may_be_forbidden_by_name():
+    spec = parse_spec(DATA | {"problem": DATA["problem"] | {"gradient_wrt": []}, "policy": {"forbidden_functions": ["requires_grad_", "grad", "backward"]}})
+    assert {"requires_grad_", "grad", "backward"} <= set(spec.policy["forbidden_functions"])
+
+
+def test_the_guards_warm_up_works_whatever_a_package_forbids(tmp_path):
+    """The warm-up computes tanh, exp, var and sqrt before any submission code runs; forbidding them
+    the submission must not refuse the guard itself."""
+    text = SPEC_FILE.read_text().replace('forbidden_functions = ["addcmul"]', 'forbidden_functions = ["tanh", "exp", "var", "sqrt"]')
+    assert '"tanh", "exp"' in text
+    (tmp_path / "problem.toml").write_text(text)
+    done = run_grader("--spec", str(tmp_path / "problem.toml"), str(FIXTURE / "submissions" / "correct.py"))
+    assert done.returncode == 0 and "all 4 cases passed" in done.stdout, done.stdout + done.stderr
+
+
+# -- the package's identity --------------------------------------------------------------------------
+
+
+def test_the_package_digest_covers_the_hidden_side_and_the_statement(tmp_path, monkeypatch):
+    from grader import spec as spec_module
+
+    for folder in ("problem/toy", "reference/toy"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "problem/toy/problem.toml").write_text("x = 1\n")
+    (tmp_path / "problem/toy/README.md").write_text("statement\n")
+    (tmp_path / "reference/toy/reference.py").write_text("def f(): pass\n")
+    monkeypatch.setattr(spec_module, "PROBLEMS", tmp_path / "problem")
+    monkeypatch.setattr(spec_module, "ROOT", tmp_path)
+    first = spec_module.package_digest(tmp_path / "problem/toy/problem.toml")
+    (tmp_path / "reference/toy/reference.py").write_text("def f(): return 1\n")
+    second = spec_module.package_digest(tmp_path / "problem/toy/problem.toml")
+    (tmp_path / "problem/toy/README.md").write_text("statement, changed\n")
+    third = spec_module.package_digest(tmp_path / "problem/toy/problem.toml")
+    (tmp_path / "problem/toy/solution.py").write_text("a candidate's work\n")
+    assert len({first, second, third}) == 3 and spec_module.package_digest(tmp_path / "problem/toy/problem.toml") == third
+
+
+def test_every_installed_package_parses_and_names_a_hidden_side():
+    for problem in problem_ids():
+        spec = problem_spec(problem)
+        assert spec.id == problem and (ROOT / spec.module.replace(".", "/")).is_dir()
