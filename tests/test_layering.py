@@ -105,7 +105,13 @@ def test_the_child_side_imports_nothing_of_the_grader():
 def test_entry_points_share_code_through_lower_modules_not_through_each_other():
     """The command line may hand over to `batch` and `merge` (its subcommands); nothing imports
     another entry point, and the batch (many submissions, under the API and the command line) none."""
-    allowed = {("grader.cli", "grader.merge"), ("grader.cli", "grader.batch.command"), ("grader.cli", "grader.catalog"), ("grader.cli", "grader.verify"), ("grader.__main__", "grader.cli")}
+    allowed = {
+        ("grader.cli", "grader.merge"),
+        ("grader.cli", "grader.batch.command"),
+        ("grader.cli", "grader.catalog"),
+        ("grader.cli", "grader.verify"),
+        ("grader.__main__", "grader.cli"),
+    }
     broken = {(name, imported) for name in MODULES for imported in GRAPH[name] & ENTRY_POINTS} - allowed
     assert broken == set()
 
