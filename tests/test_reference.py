@@ -1,6 +1,5 @@
 """The reference, validated against implementations that are not itself."""
 
-
 import numpy as np
 import pytest
 import torch
