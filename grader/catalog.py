@@ -1,6 +1,7 @@
 """`python -m grader problems`: the challenges installed, one line each, with what grading them takes."""
 
 import argparse
+import os
 import sys
 
 from grader.spec import DEFAULT_PROBLEM, ROOT, SetupError, problem_ids, problem_spec
@@ -16,6 +17,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     parse_args(argv)
+    try:
+        return _list()
+    except BrokenPipeError:  # `python -m grader problems | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _list() -> int:
     ids = problem_ids()
     if not ids:
         print(f"grader problems: no challenge is installed (no problem/<id>/problem.toml under {ROOT})", file=sys.stderr)

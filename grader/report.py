@@ -24,7 +24,7 @@ def hints(report: Report, spec: Spec) -> list[str]:
     some cases pass) every failing case shares a family or a dtype. The probe cases are no trait
     of their own (the diagnosis reads them), so they do not count as a family."""
     failed = [c for c in report.cases if c.status == Verdict.WRONG_ANSWER]
-    if not failed:
+    if not failed or report.verdict != Verdict.WRONG_ANSWER:  # a crash or a refusal decides: a pattern of wrong numbers says nothing of it
         return []
 
     found = []
