@@ -38,7 +38,7 @@ def _list() -> int:
             print(f"{problem_id}{marker}: cannot be used: {error}")
             status = 2
             continue
-        hidden = (ROOT / "reference" / spec.module.removeprefix("reference.")).is_dir()
+        hidden = spec.hidden_folder.is_dir()
         public = sum(t.settings["visibility"] == "public" for t in spec.templates)
         signature = f"{spec.entry_point}({', '.join(spec.parameter_names)})"
         returns = "a tensor" if spec.returns == "tensor" else f"a tuple ({', '.join(o.name for o in spec.outputs)})"

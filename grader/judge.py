@@ -10,6 +10,7 @@ import ast
 import codecs
 import hashlib
 import io
+import math
 import stat
 import tempfile
 import time
@@ -151,6 +152,8 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
         headline = f"the values of {declared.what} are not close to the expected ones"
         if declared.exact:
             if not bitwise_equal(want.to(got.dtype), got):
+                if detailed:  # no tolerance to be within: any difference is infinitely past it
+                    result.ratio = math.inf
                 return fail(Verdict.WRONG_ANSWER, Check.VALUES, f"{headline} (compared exactly: {declared.dtype})")
             continue
         tolerance = spec.output_tolerance(declared, case.family, case.dtype)

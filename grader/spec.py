@@ -2,6 +2,7 @@
 (README.md, "A challenge package"), with the harness's base policy (grader/base_policy.toml) merged in."""
 
 import argparse
+import dataclasses
 import fnmatch
 import hashlib
 import importlib
@@ -186,6 +187,17 @@ class Spec:
         return tuple(p.name for p in self.parameters if p.type == "tensor")
 
     hidden: str = ""  # [problem] module: the Python package of its hidden side, when not reference/<id, "-" written "_">
+    path: Path | None = None  # the problem.toml it was read from
+
+    @property
+    def folder(self) -> Path:
+        """Its public side: problem/<id>/, or the folder of the problem.toml it was read from."""
+        return self.path.parent if self.path else PROBLEMS / self.id
+
+    @property
+    def hidden_folder(self) -> Path:
+        """Its hidden side, the folder of its module (reference/<module>/ in the checkout)."""
+        return ROOT.joinpath(*self.module.split("."))
 
     @property
     def module(self) -> str:
@@ -409,7 +421,7 @@ def load_spec(path: Path = SPEC_PATH) -> Spec:
     cannot be read or used."""
     try:
         with open(path, "rb") as f:
-            return parse_spec(tomllib.load(f), digest=package_digest(path))
+            return dataclasses.replace(parse_spec(tomllib.load(f), digest=package_digest(path)), path=path)
     except Exception as error:  # noqa: BLE001 - a missing file, bad TOML, a missing key, a wrong type: all the set-up's
         why = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         raise SetupError(f"the spec file {path} cannot be used ({type(error).__name__}: {why})") from error

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from grader.spec import PROBLEMS, ROOT, SetupError, Spec, UnknownProblem, hidden_module, problem_spec
+from grader.spec import ROOT, SetupError, Spec, UnknownProblem, hidden_module, load_spec, problem_spec
 
 SEEDS = ("verify-1", "verify-2", "verify-3")
 CORRECT_MARGIN = 0.1  # a correct example's worst error, as a fraction of what the tolerance allows
@@ -57,18 +57,36 @@ class Findings:
         print(f"      {check}: {text}", file=self.out, flush=True)
 
 
+def _shown(path: Path) -> str:
+    """A path as a finding writes it: from the checkout's root where it is inside it."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+@contextmanager
+def _check(findings: Findings, name: str) -> Iterator[None]:
+    """A check whose code (the author's generator, reference, oracle) raises is a finding, never a traceback."""
+    try:
+        yield
+    except Exception as error:  # noqa: BLE001 - the author's code may fail in any way: say where
+        import traceback
+
+        last = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
+        where = f" (at {_shown(Path(last.filename))}:{last.lineno})" if last else ""
+        findings.fail(name, f"the check could not run: {type(error).__name__}: {error}{where}")
+
+
 # -- 1. well formed ------------------------------------------------------------------------------
 
 
 def check_form(spec: Spec, findings: Findings) -> None:
-    folder = PROBLEMS / spec.id
+    folder = spec.folder
     for name in ("README.md", "stub.py"):
         if not (folder / name).is_file():
-            findings.fail("form", f"problem/{spec.id}/{name} is missing: the kit hands it to candidates")
-    hidden = ROOT / "reference" / spec.module.removeprefix("reference.")
+            findings.fail("form", f"{_shown(folder)}/{name} is missing: the kit hands it to candidates")
+    hidden = spec.hidden_folder
     for name in ("reference.py", "oracle.py", "generate.py"):
         if not (hidden / name).is_file():
-            findings.fail("form", f'{hidden.relative_to(ROOT)}/{name} is missing (the README\'s section "A challenge package" says what it holds)')
+            findings.fail("form", f'{_shown(hidden)}/{name} is missing (the README\'s section "A challenge package" says what it holds)')
     check_stub(spec, folder / "stub.py", findings)
     check_statement(spec, folder / "README.md", findings)
 
@@ -124,7 +142,7 @@ def check_statement(spec: Spec, readme: Path, findings: Findings) -> None:
 def _data(spec: Spec) -> dict[str, Any]:
     import tomllib
 
-    return tomllib.loads((PROBLEMS / spec.id / "problem.toml").read_text(encoding="utf-8"))
+    return tomllib.loads((spec.folder / "problem.toml").read_text(encoding="utf-8"))
 
 
 # -- 2. the reference against the oracle --------------------------------------------------------
@@ -162,14 +180,14 @@ def check_oracle(spec: Spec, seeds: tuple[str, ...], findings: Findings) -> None
     if bad:
         findings.fail("oracle", f"the reference and the oracle disagree beyond {allowed:.0e} of the scale in float64: {shown}")
     else:
-        findings.ok("oracle", f"the reference agrees with the oracle in float64 on every case of {len(seeds)} seeds (worst relative error by family: {shown})")
+        findings.ok("oracle", f"the reference agrees with the oracle in float64 on every case of {_seeds(seeds)} (worst relative error by family: {shown})")
 
 
 # -- 3. the example submissions -----------------------------------------------------------------
 
 
 def examples(spec: Spec) -> dict[Path, str]:
-    folder = ROOT / "reference" / spec.module.removeprefix("reference.") / "submissions"
+    folder = spec.hidden_folder / "submissions"
     return {path: path.parent.name for path in sorted(folder.glob("*/*.py"))}
 
 
@@ -180,7 +198,7 @@ def check_examples(spec: Spec, seeds: tuple[str, ...], findings: Findings) -> No
 
     files = examples(spec)
     if not files:
-        return findings.fail("examples", f"no example submissions in reference/{spec.module.removeprefix('reference.')}/submissions/<verdict>/")
+        return findings.fail("examples", f"no example submissions in {_shown(spec.hidden_folder)}/submissions/<verdict>/")
     known = {v.value for v in Verdict}
     if unknown := sorted({verdict for verdict in files.values() if verdict not in known}):
         findings.fail("examples", f"folders that are not verdicts: {', '.join(unknown)} (verdicts: {', '.join(sorted(known))})")
@@ -218,7 +236,11 @@ def _example_finding(name: str, verdict: str, wrong: list[str], margins: list[fl
         margin = " (by a shape, type or exception on every seed)" if math.isinf(least) else f" (at least {least:.2g}x the tolerance on every seed)"
     else:
         margin = ""
-    findings.ok("examples", f"{name}: {verdict} on {seeds} seeds{margin}")
+    findings.ok("examples", f"{name}: {verdict} on {seeds} seed{'s' * (seeds != 1)}{margin}")
+
+
+def _seeds(seeds: tuple[str, ...]) -> str:
+    return f"{len(seeds)} seed{'s' * (len(seeds) != 1)}"
 
 
 def _margin(report: Any) -> float:
@@ -247,14 +269,16 @@ def _time_limit(seconds: int) -> Iterator[None]:
 
 
 def check_mutants(spec: Spec, seed: str, findings: Findings) -> None:
+    """Mutants of reference.py and of the hidden modules it imports from another package (the
+    untied challenge's encoder is the tied one's): each run through the package's entry point."""
     import torch
 
     from grader import mutation
     from grader.cases import make_cases
     from grader.expected import expected_for
 
-    hidden = ROOT / "reference" / spec.module.removeprefix("reference.")
-    source = (hidden / "reference.py").read_text(encoding="utf-8")
+    hidden = spec.hidden_folder
+    own = f"{spec.module}.reference"
     try:
         equivalent = mutation.load_equivalent(hidden / "mutants.toml")
     except ValueError as error:
@@ -264,21 +288,62 @@ def check_mutants(spec: Spec, seed: str, findings: Findings) -> None:
     expected = [expected_for(case, spec) for case in cases]
     started = time.monotonic()
     outcomes: dict[str, str] = {}
-    every = mutation.mutants(source)
-    for mutant in every:
-        try:
-            module = mutation.load_mutant(mutant, f"{spec.module}.reference", spec.module)
-            function = getattr(module, spec.entry_point)
-            with _time_limit(MUTANT_SECONDS):
-                outcomes[mutant.id] = _mutant_outcome(function, cases, expected, spec)
-        except Exception:  # noqa: BLE001 - a mutant that does not even load or run is told apart by any case
-            outcomes[mutant.id] = "broken"
+    every: list[Any] = []
+    sources = {own: hidden / "reference.py"} | imported_hidden_modules(hidden / "reference.py", spec.module)
+    for name, path in sources.items():
+        prefix = "" if name == own else f"{name.removeprefix('reference.')}/"
+        for mutant in mutation.mutants(path.read_text(encoding="utf-8")):
+            mutant = dataclasses.replace(mutant, id=prefix + mutant.id, description=(f"{_shown(path)} " if prefix else "") + mutant.description)
+            every.append(mutant)
+            try:
+                function = _mutated_entry_point(mutant, name, own, sources[own], spec)
+                with _time_limit(MUTANT_SECONDS):
+                    outcomes[mutant.id] = _mutant_outcome(function, cases, expected, spec)
+            except Exception:  # noqa: BLE001 - a mutant that does not even load or run is told apart by any case
+                outcomes[mutant.id] = "broken"
     result = mutation.score(outcomes, equivalent)
-    lines = mutation.score_lines(result, every, f"reference/{hidden.name}/mutants.toml")
+    lines = mutation.score_lines(result, every, _shown(hidden / "mutants.toml"))
     for line in lines[:-1]:
         (findings.fail if line.startswith(("survived", "stale", "marked")) else findings.note)("mutants", line)
-    summary = f"{lines[-1]} ({len(every)} mutants of reference.py, {time.monotonic() - started:.0f} s)"
+    described = {mutant.id: mutant.description for mutant in every}
+    for mutant_id in result.same:  # not counted, but a case where they differ may be missing
+        findings.note("mutants", f"same output on every case: {mutant_id} {described[mutant_id]} (equivalent, or no case tells it apart)")
+    where = " and ".join(_shown(path) for path in sources.values())
+    summary = f"{lines[-1]} ({len(every)} mutants of {where}, {time.monotonic() - started:.0f} s)"
     (findings.ok if result.adequate else findings.fail)("mutants", summary)
+
+
+def imported_hidden_modules(path: Path, package: str) -> dict[str, Path]:
+    """The modules of another challenge's hidden side that reference.py imports (reference.<other>.<module>)."""
+    found = {}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else []
+        names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+        for name in names:
+            file = ROOT / (name.replace(".", "/") + ".py")
+            if name.startswith("reference.") and not name.startswith(package + ".") and file.is_file():
+                found[name] = file
+    return found
+
+
+def _mutated_entry_point(mutant: Any, name: str, own: str, own_path: Path, spec: Spec) -> Callable:
+    """The entry point with the mutant in place: the mutated reference itself, or the reference
+    loaded afresh while the mutated module stands in for the one it imports."""
+    from grader import mutation
+
+    module = mutation.load_mutant(mutant, name)
+    if name == own:
+        return getattr(module, spec.entry_point)
+    original = sys.modules.get(name)
+    sys.modules[name] = module
+    try:
+        fresh = mutation.load_mutant(mutation.Mutant("", "", 0, "", own_path.read_text(encoding="utf-8")), own)
+    finally:
+        if original is None:
+            sys.modules.pop(name, None)
+        else:
+            sys.modules[name] = original
+    return getattr(fresh, spec.entry_point)
 
 
 def _mutant_outcome(function: Callable, cases: list, expected: list, spec: Spec) -> str:
@@ -351,8 +416,10 @@ def _answer(function: Callable, case: Any, spec: Spec) -> tuple[dict, dict]:
 # -- 5. the kit --------------------------------------------------------------------------------
 
 
-def check_kit(spec: Spec, findings: Findings) -> None:
+def check_kit(spec: Spec, findings: Findings, installed: bool = True) -> None:
     build = ROOT / "deploy" / "kit" / "build.py"
+    if not installed:
+        return findings.note("kit", "a problem.toml outside problem/ has no kit: not checked")
     if not build.is_file():
         return findings.note("kit", "deploy/kit/build.py is not here (an image without the deploy folder): not checked")
     with tempfile.TemporaryDirectory(prefix="mlm-verify-kit-") as folder:
@@ -373,7 +440,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         description="Check a challenge's package: form, reference against oracle, example submissions on several seeds, "
         "mutation adequacy of the hidden cases, the kit. One line per finding; exit status 0 when every check passes, 1 otherwise, 2 on a usage error.",
     )
-    parser.add_argument("problem", metavar="ID", help="the challenge (python -m grader problems lists them)")
+    parser.add_argument("problem", metavar="ID", nargs="?", help="the challenge (python -m grader problems lists them)")
+    parser.add_argument("--spec", type=Path, help="a problem.toml outside problem/ (for testing the harness), instead of ID")
     parser.add_argument(
         "--seeds", type=int, default=len(SEEDS), choices=range(1, len(SEEDS) + 1), help=f"seeds for the oracle and the examples (default {len(SEEDS)})"
     )
@@ -383,8 +451,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str], out: TextIO = sys.stdout) -> int:
     args = parse_args(argv)
+    if (args.problem is None) == (args.spec is None):
+        print("grader verify: give the challenge's ID (python -m grader problems lists them), or --spec FILE", file=sys.stderr)
+        return 2
     try:
-        spec = problem_spec(args.problem)
+        spec = load_spec(args.spec.resolve()) if args.spec else problem_spec(args.problem)
     except UnknownProblem as error:
         print(f"grader verify: {error}", file=sys.stderr)
         return 2
@@ -394,14 +465,19 @@ def main(argv: list[str], out: TextIO = sys.stdout) -> int:
     findings = Findings(out)
     seeds = SEEDS[: args.seeds]
     print(f"verifying {spec.id} ({spec.title}), package {spec.digest[:12]}", file=out, flush=True)
-    check_form(spec, findings)
+    with _check(findings, "form"):
+        check_form(spec, findings)
     if "oracle" not in args.skip:
-        check_oracle(spec, seeds, findings)
+        with _check(findings, "oracle"):
+            check_oracle(spec, seeds, findings)
     if "examples" not in args.skip:
-        check_examples(spec, seeds, findings)
+        with _check(findings, "examples"):
+            check_examples(spec, seeds, findings)
     if "mutants" not in args.skip:
-        check_mutants(spec, seeds[0], findings)
+        with _check(findings, "mutants"):
+            check_mutants(spec, seeds[0], findings)
     if "kit" not in args.skip:
-        check_kit(spec, findings)
+        with _check(findings, "kit"):
+            check_kit(spec, findings, installed=args.spec is None)
     print(f"{spec.id}: {'every check passed' if not findings.failed else f'{findings.failed} findings to fix'}", file=out)
     return 1 if findings.failed else 0

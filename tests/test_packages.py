@@ -24,10 +24,10 @@ DATA = tomllib.loads(SPEC_FILE.read_text())
 
 # Each fixture submission: its verdict, and what the first failing case's message says.
 EXPECTED = {
-    "correct.py": ("accepted", "all 4 cases passed"),
-    "named_tuple.py": ("accepted", "all 4 cases passed"),
+    "correct.py": ("accepted", "all 5 cases passed"),
+    "named_tuple.py": ("accepted", "all 5 cases passed"),
     "count_off_by_one.py": ("wrong_answer", "the values of the counts are not close to the expected ones (compared exactly: int64)"),
-    "always_shift.py": ("wrong_answer", "case no_shift_1 failed (3 of 4 cases passed): the values of z are not close"),
+    "always_shift.py": ("wrong_answer", "case no_shift_1 failed (4 of 5 cases passed): the values of z are not close"),
     "list_result.py": ("wrong_answer", "returned a non-tuple object of class builtins.list; expected a tuple of 2 tensors (z, count)"),
     "one_element.py": ("wrong_answer", "returned a tuple of 1 element; expected 2 (z, count)"),
     "float_counts.py": ("wrong_answer", "element 1 (count): returned dtype float64; expected int64"),
@@ -42,7 +42,8 @@ def fixture_batch(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
     def grade() -> dict:
         out = tmp_path_factory.mktemp("fixture-batch") / "results.jsonl"
-        done = run_grader("batch", str(FIXTURE / "submissions"), "--spec", str(SPEC_FILE), "--out", str(out), "--allow-default-seed")
+        files = [str(path) for path in sorted((FIXTURE / "submissions").glob("*/*.py"))]
+        done = run_grader("batch", *files, "--spec", str(SPEC_FILE), "--out", str(out), "--allow-default-seed")
         assert out.exists(), done.stderr
         return {"lines": [json.loads(line) for line in out.read_text().splitlines()], "stdout": done.stdout, "stderr": done.stderr}
 
@@ -50,7 +51,8 @@ def fixture_batch(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 def test_the_fixture_has_an_expectation_for_each_of_its_submissions():
-    assert sorted(p.name for p in (FIXTURE / "submissions").glob("*.py")) == sorted(EXPECTED)
+    found = {p.name: p.parent.name for p in (FIXTURE / "submissions").glob("*/*.py")}
+    assert found == {name: verdict for name, (verdict, _) in EXPECTED.items()}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -65,7 +67,7 @@ def test_each_fixture_submission_gets_its_verdict_and_message(fixture_batch, nam
 def test_a_batch_never_appends_another_problems_results(fixture_batch, tmp_path):
     out = tmp_path / "results.jsonl"
     out.write_text("".join(json.dumps(line) + "\n" for line in fixture_batch["lines"]))
-    done = run_grader("batch", str(FIXTURE / "submissions" / "correct.py"), "--out", str(out), "--allow-default-seed")
+    done = run_grader("batch", str(FIXTURE / "submissions" / "accepted" / "correct.py"), "--out", str(out), "--allow-default-seed")
     assert done.returncode == 2
     assert f"holds results of the problem {SPEC.id}, not {DEFAULT_PROBLEM}" in done.stderr and "another --out" in done.stderr
 
@@ -185,8 +187,8 @@ def test_the_guards_warm_up_works_whatever_a_package_forbids(tmp_path):
     text = SPEC_FILE.read_text().replace('forbidden_functions = ["addcmul"]', 'forbidden_functions = ["tanh", "exp", "var", "sqrt"]')
     assert '"tanh", "exp"' in text
     (tmp_path / "problem.toml").write_text(text)
-    done = run_grader("--spec", str(tmp_path / "problem.toml"), str(FIXTURE / "submissions" / "correct.py"))
-    assert done.returncode == 0 and "all 4 cases passed" in done.stdout, done.stdout + done.stderr
+    done = run_grader("--spec", str(tmp_path / "problem.toml"), str(FIXTURE / "submissions" / "accepted" / "correct.py"))
+    assert done.returncode == 0 and "all 5 cases passed" in done.stdout, done.stdout + done.stderr
 
 
 # -- the package's identity --------------------------------------------------------------------------

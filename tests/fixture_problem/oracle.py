@@ -1,5 +1,11 @@
-"""The fixture's oracle."""
+"""The fixture's oracle: the same, another way."""
 
-from tests.fixture_problem.reference import differently as oracle
+import torch
+from torch import Tensor
 
-__all__ = ["oracle"]
+
+def oracle(x: Tensor, y: Tensor, alpha: float, keep: bool) -> tuple[Tensor, Tensor]:
+    z = torch.mul(x, alpha)
+    if keep:
+        z = z + y
+    return z, torch.count_nonzero(x > 0, dim=-1)

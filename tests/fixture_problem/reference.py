@@ -1,18 +1,9 @@
 """The fixture's reference: z = alpha * x + y (y only when keep), and how many entries of each row
 of x are positive."""
 
-import torch
 from torch import Tensor
 
 
 def scale_count(x: Tensor, y: Tensor, alpha: float, keep: bool) -> tuple[Tensor, Tensor]:
     z = alpha * x + y if keep else alpha * x
     return z, (x > 0).sum(dim=-1)
-
-
-def differently(x: Tensor, y: Tensor, alpha: float, keep: bool) -> tuple[Tensor, Tensor]:
-    """The same, another way (the fixture's oracle)."""
-    z = torch.mul(x, alpha)
-    if keep:
-        z = z + y
-    return z, torch.count_nonzero(x > 0, dim=-1)
