@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: grade test lint bench container-test image gradescope kit
+.PHONY: grade test lint verify bench container-test image gradescope kit
 
 $(VENV)/.runtime-installed: requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed"'
@@ -28,6 +28,10 @@ test: $(VENV)/.dev-installed lint
 
 lint: $(VENV)/.dev-installed
 	$(PY) -m ruff check .
+
+# Every challenge package through its author's gate (python -m grader verify ID); CI runs it.
+verify: $(VENV)/.runtime-installed
+	@set -e; for id in $$($(PY) -c 'from grader.spec import problem_ids; print(*problem_ids())'); do $(PY) -m grader verify $$id; done
 
 bench: $(VENV)/.runtime-installed
 	$(PY) bench/grade_time.py
