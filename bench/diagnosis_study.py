@@ -22,10 +22,9 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from reference.mistakes import MISTAKES  # noqa: E402
-
 from grader.diagnosis import CONCLUSIONS, PROBES, _probe_outcomes, analyse, localise  # noqa: E402
 from grader.spec import load_spec  # noqa: E402
+from reference.mlm_forward_tied.mistakes import MISTAKES  # noqa: E402
 from tests import in_process  # noqa: E402
 from tests.grading import ordinary_files  # noqa: E402
 

@@ -17,10 +17,9 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from reference.mistakes import MISTAKES  # noqa: E402
-
 from grader.diagnosis import CONCLUSIONS, analyse  # noqa: E402
 from grader.spec import load_spec  # noqa: E402
+from reference.mlm_forward_tied.mistakes import MISTAKES  # noqa: E402
 from tests import in_process  # noqa: E402
 from tests.grading import ordinary_files  # noqa: E402
 from tests.test_diagnosis import TWIN_PARTS  # noqa: E402 - where the probes must locate each known mistake

@@ -18,7 +18,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.cases import DIFFERENTIABLE_INPUTS, make_cases  # noqa: E402
+from grader.cases import make_cases  # noqa: E402
 from grader.child.runner import load_submission  # noqa: E402
 from grader.expected import expected_for  # noqa: E402
 from grader.spec import load_spec  # noqa: E402
@@ -41,7 +41,7 @@ def relative_error(expected: torch.Tensor, got: object) -> float:
 def errors(fn, case, expected) -> tuple[float, float]:
     """(error of the logits, error of the worst gradient), both relative to the tensor's scale;
     inf where the grader's other checks (dtype, inputs left unchanged) reject the result."""
-    leaves = {k: v.clone().requires_grad_(k in DIFFERENTIABLE_INPUTS) for k, v in case.inputs.items()}
+    leaves = {k: v.clone().requires_grad_(k in case.differentiable) for k, v in case.inputs.items()}
     try:
         out = fn(**leaves, num_heads=case.args["num_heads"])
         value = relative_error(expected.output, out)
@@ -51,11 +51,11 @@ def errors(fn, case, expected) -> tuple[float, float]:
             value = math.inf
         if not isinstance(out, torch.Tensor) or not out.requires_grad or value == math.inf:
             return value, math.inf
-        grads = torch.autograd.grad(out, [leaves[k] for k in DIFFERENTIABLE_INPUTS], case.grad_output.to(out.dtype), allow_unused=True)
+        grads = torch.autograd.grad(out, [leaves[k] for k in case.differentiable], case.grad_output.to(out.dtype), allow_unused=True)
     except Exception:  # noqa: BLE001 - a crash is as wrong as can be
         return math.inf, math.inf
     worst = 0.0
-    for name, grad in zip(DIFFERENTIABLE_INPUTS, grads, strict=True):
+    for name, grad in zip(case.differentiable, grads, strict=True):
         grad = torch.zeros_like(expected.grads[name]) if grad is None else grad
         worst = max(worst, relative_error(expected.grads[name], grad))
     return value, worst

@@ -99,7 +99,7 @@ def test_a_missing_reference_is_a_grader_error_in_every_format(monkeypatch, caps
     code = cli.main([str(CORRECT), "--format", fmt, "--allow-default-seed", "--isolation", "process"])
     out, _ = capsys.readouterr()
     assert code == 2
-    check_set_up_fault(fmt, out, "the hidden reference module reference.mlm cannot be imported")
+    check_set_up_fault(fmt, out, "the hidden reference module reference.mlm_forward_tied.generate cannot be imported")
 
 
 def test_public_cases_that_cannot_be_written_are_a_usage_error(tmp_path, capsys):
@@ -175,15 +175,15 @@ def test_a_broken_set_up_stops_a_batch_with_grader_error_and_blames_no_submissio
     monkeypatch.setattr(cases, "hidden_module", lambda name: (_ for _ in ()).throw(MissingReference(f"no {name} (simulated)", name=name)))
     assert command.main(arguments) == 2
     err = capsys.readouterr().err
-    assert "grader_error: the grader's set-up is broken" in err and "no reference.mlm (simulated)" in err and "Traceback" not in err
+    assert "grader_error: the grader's set-up is broken" in err and "no reference.mlm_forward_tied.generate (simulated)" in err and "Traceback" not in err
 
 
 def test_a_broken_set_up_gives_the_python_api_grader_error_reports(tmp_path, monkeypatch):
     from grader import api, spec
 
     bad = broken_spec_file(tmp_path)
-    monkeypatch.setattr(api, "load_spec", lambda: spec.load_spec(bad))
-    api._spec.cache_clear()
+    monkeypatch.setattr(api, "problem_spec", lambda problem=spec.DEFAULT_PROBLEM: spec.load_spec(bad))
+    api._prepared.cache_clear()
     try:
         report = api.grade_source(CORRECT.read_text())
         assert report.verdict == Verdict.GRADER_ERROR and report.message.startswith(SET_UP) and str(bad) in report.message
@@ -191,7 +191,7 @@ def test_a_broken_set_up_gives_the_python_api_grader_error_reports(tmp_path, mon
         assert sorted((r.id, r.verdict) for r in many) == [("a", Verdict.GRADER_ERROR), ("b", Verdict.GRADER_ERROR)]
         assert report.to_dict()["verdict"] == "grader_error"
     finally:
-        api._spec.cache_clear()
+        api._prepared.cache_clear()
 
 
 def checkout_without(tmp_path: Path, missing: str) -> Path:
@@ -219,5 +219,5 @@ def test_the_platform_wrapper_reports_a_missing_reference_as_the_graders_fault(t
     command = [sys.executable, str(copy / "deploy" / "platform_grade.py"), platform, str(submission), str(results), "--allow-default-seed"]
     run = subprocess.run(command, capture_output=True, text=True, timeout=300, env={"PATH": "/usr/bin:/bin"})
     assert run.returncode == 0 and "Traceback" not in run.stdout + run.stderr, run.stdout + run.stderr
-    check_set_up_fault(platform, results.read_text(), "the hidden reference module reference.mlm cannot be imported")
+    check_set_up_fault(platform, results.read_text(), "the hidden reference module reference.mlm_forward_tied.generate cannot be imported")
     assert "grader set-up error" in run.stdout  # the platform's log, for staff

@@ -52,8 +52,8 @@ def test_a_hidden_case_shows_the_candidate_no_size_of_its_error_and_staff_its_si
     tolerance, _ = SPEC.tolerances(case.family, case.dtype)
     result = judged(case, output_scale=1.0 + 30 * tolerance)  # the largest entry is off by 30 tolerances
     assert result.status == Verdict.WRONG_ANSWER and result.check == "values"
-    assert result.message == f"the logits are not close to the expected ones\n{HIDDEN_ERROR}"
-    assert result.staff_message == "the logits are not close to the expected ones\nerror 30x the tolerance"
+    assert result.message == f"the values of the logits are not close to the expected ones\n{HIDDEN_ERROR}"
+    assert result.staff_message == "the values of the logits are not close to the expected ones\nerror 30x the tolerance"
     assert result.max_abs is None and result.max_rel is None
 
 
@@ -113,7 +113,7 @@ def test_a_wrong_file_learns_nothing_from_hidden_cases_but_everything_from_publi
     public = [c for c in report["cases"] if c["visibility"] == "visible" and c["check"] in ("values", "gradient")]
     assert hidden and public
     for case in hidden:
-        headline = r"(the logits are not close to the expected ones|the gradient reaching \w+ is wrong)\n"
+        headline = r"(the values of the logits are not close to the expected ones|the gradient reaching \w+ is wrong)\n"
         assert re.fullmatch(headline + re.escape(HIDDEN_ERROR), case["output"]), case
         assert case["max_abs_error"] is None and case["max_rel_error"] is None and case["seconds"] is None
     for case in public:

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from grader.batch.schedule import Workers
-from grader.cases import DIFFERENTIABLE_INPUTS, INPUT_NAMES, make_cases
+from grader.cases import make_cases
 from grader.expected import expected_for
 from grader.formats.json import to_json
 from grader.spec import load_spec
@@ -29,6 +29,7 @@ TOP = "mlm-tied-head-kit"
 GRADER_MODULES = [
     *(f"grader/{name}.py" for name in ("__init__", "cases", "compare", "diagnosis", "expected", "judge", "policy", "protocol")),
     *(f"grader/{name}.py" for name in ("report", "results", "spec")),
+    "grader/base_policy.toml",  # the harness's base policy, which spec.py merges the package's [policy] into
     # the sandbox the kit runs: bubblewrap, else a plain process; not the uid or docker backends nor the zygote
     *(f"grader/sandbox/{name}.py" for name in ("__init__", "backends", "boxes", "bubblewrap", "child", "limits", "output", "process", "seccomp", "workdir")),
     *(f"grader/child/{name}.py" for name in ("__init__", "guard", "restricted", "runner", "vjp", "walls", "wire")),
@@ -120,13 +121,14 @@ def test_the_public_cases_are_the_graders_in_full(kit: Path) -> None:
     """Inputs, upstream gradient, expected logits and gradients, loadable without running code."""
     for case in make_cases(SPEC, SPEC.public_seed, public_only=True):
         saved = torch.load(kit / "cases" / f"{case.name}.pt", weights_only=True)
-        expected = expected_for(case)
+        expected = expected_for(case, SPEC)
         assert saved["num_heads"] == case.args["num_heads"]
-        for name in INPUT_NAMES:
+        assert saved["shape"] == case.shape
+        for name in SPEC.tensor_parameters:
             assert torch.equal(saved[name], case.inputs[name]) and saved[name].dtype == case.inputs[name].dtype, (case.name, name)
         assert torch.equal(saved["grad_output"], case.grad_output)
         assert torch.equal(saved["expected_logits"], expected.output)
-        for name in DIFFERENTIABLE_INPUTS:
+        for name in SPEC.gradient_wrt:
             assert torch.equal(saved[f"expected_grad_{name}"], expected.grads[name]), (case.name, name)
 
 
@@ -321,7 +323,9 @@ def test_the_kit_runs_as_on_macos_with_a_plain_process_and_says_so(kit: Path) ->
         assert "isolation: plain process on darwin (no bubblewrap, seccomp, cgroup or namespaces" in walls, walls
         assert "enough for the kit, which holds no secret" in walls
     assert passed.returncode == 0 and CLOSING.search(passed.stdout), passed.stdout + passed.stderr
-    assert "[case public_tiny, gradient call]\nselected 1 positions" in passed.stdout  # the output labelled, as on Linux
+    tiny = next(case for case in make_cases(SPEC, SPEC.public_seed, public_only=True) if case.name == "public_tiny")
+    selected = int((tiny.args["mask_indicator"] > 0.5).sum())  # what the file prints: the case's masked positions
+    assert f"[case public_tiny, gradient call]\nselected {selected} positions" in passed.stdout  # the output labelled, as on Linux
     assert raised.returncode == 1 and "Verdict:    RUNTIME_ERROR (public cases only)" in raised.stdout, raised.stdout + raised.stderr
     assert raised.stdout.count("IndexError: tensors used as indices") == 1, raised.stdout
 

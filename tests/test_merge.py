@@ -77,7 +77,9 @@ def test_the_last_line_of_an_id_counts_as_in_the_batch(tmp_path):
     assert len(lines_of(out)) == 6
 
 
-@pytest.mark.parametrize(("key", "what"), [("seed_id", "seeds"), ("grader_version", "grader versions"), ("spec_sha256", "spec files")])
+@pytest.mark.parametrize(
+    ("key", "what"), [("problem", "problems"), ("seed_id", "seeds"), ("grader_version", "grader versions"), ("spec_sha256", "problem packages")]
+)
 def test_shards_of_different_gradings_are_refused(tmp_path, key, what):
     _, files = graded_in_shards(tmp_path)
     lines = lines_of(files[1])
@@ -119,7 +121,7 @@ def test_a_submission_in_two_files_is_refused_naming_it(tmp_path):
     [
         ('{"id": "x", "verdict": "accep', "not a JSON line"),
         ("[1, 2]", "not a result of the grader"),
-        ('{"verdict": "accepted", "score": 1}', "not a result of the grader (missing or invalid: id, seed_id, grader_version, spec_sha256)"),
+        ('{"verdict": "accepted", "score": 1}', "not a result of the grader (missing or invalid: id, problem, seed_id, grader_version, spec_sha256)"),
     ],
 )
 def test_a_malformed_line_is_refused_with_its_file_and_line(tmp_path, bad, message):

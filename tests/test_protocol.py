@@ -31,6 +31,7 @@ from tests.grading import ROOT, SUBMISSIONS, grade_json
 SPEC = load_spec()
 CASE = make_cases(SPEC, SPEC.default_hidden_seed, public_only=True)[0]
 EXPECT = protocol.expect_result(CASE, SPEC)
+(M, V) = CASE.output_shapes[0]  # the logits' shape the case expects (M, the masked positions, is drawn)
 
 
 def honest_result(case=CASE) -> tuple[dict, dict]:
@@ -127,8 +128,8 @@ def replaced_tensor(name, tensor) -> dict:
         (replaced_tensor("grad_w_emb", torch.zeros(8, 4)), "tensor grad_w_emb is float32 of shape (8, 4); it must be float32 of shape (7, 4)"),
         (replaced_tensor("grad_input_ids", torch.zeros(1, 3)), "a tensor named 'grad_input_ids', which the case does not have"),
         (replaced_tensor("expected", torch.zeros(1)), "a tensor named 'expected', which the case does not have"),
-        (replaced_tensor("output", torch.zeros(2, 7)), "the result describes its output with another shape or dtype than the output tensor it sent"),
-        (replaced_tensor("output", torch.zeros(1, 7, dtype=torch.float64)), "the result describes its output with another shape or dtype"),
+        (replaced_tensor("output", torch.zeros(M + 1, V)), "the result describes its output with another shape or dtype than the output tensor it sent"),
+        (replaced_tensor("output", torch.zeros(M, V, dtype=torch.float64)), "the result describes its output with another shape or dtype"),
     ],
     ids=["grad-dtype", "grad-shape", "no-such-grad", "unknown-name", "output-shape-unlike-description", "output-dtype-unlike-description"],
 )
@@ -159,7 +160,7 @@ def test_a_wrong_output_or_a_changed_input_is_read_past_and_never_kept():
 
 def test_an_output_described_unlike_the_tensor_sent_is_a_protocol_error():
     header, tensors = honest_result()
-    header["output"]["shape"] = [2, 7]
+    header["output"]["shape"] = [M + 1, V]
     with pytest.raises(ProtocolError, match="describes its output with another shape or dtype"):
         protocol.check(header, described(tensors), EXPECT)
 

@@ -135,7 +135,7 @@ def run(args: argparse.Namespace, stop: Stop, out: TextIO) -> int:
         resume = Resume(results, submissions, seed_public_id(seeding.seed), spec_sha256)
         todo = still_to_grade(resume, args.out, out)
         record = Record(resume, feedback, out, counting)
-        record_not_graded([s for s in todo if s.not_graded], seeding.warnings, record)
+        record_not_graded([s for s in todo if s.not_graded], seeding.warnings, record, spec)
         todo = [s for s in todo if not s.not_graded]
         jobs = jobs_for(args.jobs, seeding.backend, len(todo), out)
         started = time.monotonic()
@@ -227,11 +227,12 @@ class Record:
             self.progress = None
 
 
-def record_not_graded(submissions: list[Submission], warnings: list[str], record: Record) -> None:
+def record_not_graded(submissions: list[Submission], warnings: list[str], record: Record, spec: Spec) -> None:
     """An entry with nothing to grade gets its line at once: no child, nothing to wait for."""
     for submission in submissions:
         report = not_graded_report(submission, record.resume.seed_id)
         report.warnings = list(warnings)
+        report.problem, report.problem_digest = spec.id, spec.digest  # as every line of the batch: merge requires it
         record(submission, report)
 
 

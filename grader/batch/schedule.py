@@ -140,6 +140,7 @@ class Workers:
             report.hints = hints(report, self.spec)
         except Exception as error:  # noqa: BLE001 - one submission's grader fault must not end the batch
             report = grader_error(path, self.prepared.seed_id, self.backend, error)
+            report.problem, report.problem_digest = self.spec.id, self.spec.digest  # as judge.grade's own reports
         report.warnings = list(self.warnings)
         if cancel and cancel.cancelled:
             raise _Cancelled()
