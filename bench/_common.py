@@ -1,5 +1,5 @@
 """What the benchmarks share: where the repository is, the secret seed they grade with, which
-submissions they take from tests/submissions, a class folder of copies, and a command timed from
+submissions they take from reference/mlm_forward_tied/submissions, a class folder of copies, and a command timed from
 outside (its wall-clock seconds, and the CPU seconds of every process it waited for)."""
 
 import itertools
@@ -16,10 +16,13 @@ SEED = "bench-secret"
 ENV = os.environ | {"MLM_GRADER_SEED": SEED}  # every side grades with one secret seed, as for real
 
 
+EXAMPLES = ROOT / "reference" / "mlm_forward_tied" / "submissions"  # the default challenge's example submissions
+
+
 def submissions(folders: tuple[str, ...], count: int) -> list[Path]:
-    """count files of tests/submissions, taken in turn from each folder (hostile_* left out), each
+    """count files of reference/mlm_forward_tied/submissions, taken in turn from each folder (hostile_* left out), each
     folder's files over again when it has fewer."""
-    per_folder = [sorted(p for p in (ROOT / "tests" / "submissions" / f).glob("*.py") if not p.stem.startswith("hostile_")) for f in folders]
+    per_folder = [sorted(p for p in (EXAMPLES / f).glob("*.py") if not p.stem.startswith("hostile_")) for f in folders]
     turns = (path for group in itertools.zip_longest(*[itertools.cycle(files) for files in per_folder]) for path in group)
     return list(itertools.islice(turns, count))
 

@@ -1,7 +1,7 @@
 """Time to grade N submissions one after the other with the single-file command, beside one
 `python -m grader batch --jobs JOBS` over the same N files, in one run; the verdicts must be equal.
 
-The files are a mix of correct, wrong, crashing and forbidden submissions from tests/submissions
+The files are a mix of correct, wrong, crashing and forbidden submissions from reference/mlm_forward_tied/submissions
 (taken in turn from each folder). Half of the single gradings run before the batch and half after
 it, so that a load that drifts during the run weighs on both sides alike. Then the pool's own cost:
 how long a submission waits for a child ready to grade, a child of its own beside one from the warm
@@ -52,7 +52,7 @@ def child_start_seconds(samples: int) -> tuple[float, float]:
     from grader.spec import load_spec
 
     spec = load_spec()
-    source = (ROOT / "tests" / "submissions" / "accepted" / "plain_helpers.py").read_bytes()
+    source = (ROOT / "reference" / "mlm_forward_tied" / "submissions" / "accepted" / "plain_helpers.py").read_bytes()
 
     def timed(start) -> float:
         began = time.perf_counter()

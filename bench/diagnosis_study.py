@@ -1,4 +1,4 @@
-"""How well the diagnosis names the bugs of tests/submissions/wrong_answer, and what it costs.
+"""How well the diagnosis names the bugs of reference/mlm_forward_tied/submissions/wrong_answer, and what it costs.
 
 Each non-hostile wrong file declares on a `# diagnosis:` line what its diagnosis must find: the
 part of the computation the probe cases point at (a key of grader.diagnosis.CONCLUSIONS) and the

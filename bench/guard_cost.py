@@ -62,7 +62,7 @@ def measure(submission: str, restricted: bool, armed: bool) -> dict:
 
 def main() -> None:
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-    submission = str((ROOT / (sys.argv[2] if len(sys.argv) > 2 else "tests/submissions/accepted/plain_helpers.py")).resolve())
+    submission = str((ROOT / (sys.argv[2] if len(sys.argv) > 2 else "reference/mlm_forward_tied/submissions/accepted/plain_helpers.py")).resolve())
     runs: dict[str, list[dict]] = {name: [] for name in SETTINGS}
     for _ in range(repeats):
         for name, (restricted, armed) in SETTINGS.items():

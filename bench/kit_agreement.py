@@ -1,4 +1,4 @@
-"""Does the candidate's kit agree with the grader on every file of tests/submissions?
+"""Does the candidate's kit agree with the grader on every file of reference/mlm_forward_tied/submissions?
 
 Builds the kit, unzips it outside the repository, and for every submission file (hostile ones
 included) compares what `python check.py FILE` says, run from the kit's folder, with the grader's
@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SUBMISSIONS = ROOT / "tests" / "submissions"
+SUBMISSIONS = ROOT / "reference" / "mlm_forward_tied" / "submissions"
 sys.path.insert(0, str(ROOT))
 
 from grader.batch.schedule import Workers  # noqa: E402

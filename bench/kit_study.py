@@ -1,4 +1,4 @@
-"""What a candidate with only the kit learns about the bugs of tests/submissions/wrong_answer and the
+"""What a candidate with only the kit learns about the bugs of reference/mlm_forward_tied/submissions/wrong_answer and the
 known mistakes of reference/mlm_forward_tied/mistakes.py: how many fail at least one public case, and for how many
 the kit's diagnosis (public cases only, no known mistakes) names exactly the part a file declares on
 its `# diagnosis:` line (and, of the known mistakes, for how many it names the part

@@ -1,4 +1,4 @@
-"""Throughput against its floor, side by side in one run: 36 correct files (tests/submissions/accepted,
+"""Throughput against its floor, side by side in one run: 36 correct files (reference/mlm_forward_tied/submissions/accepted,
 hostile_* left out, cycled when there are fewer), the full suite of the grader's cases.
 
 - the floor: each file imported as plain Python in this process (no sandbox, no guard, no capability
@@ -52,7 +52,7 @@ from _common import ROOT, SEED, copy_folder, run_timed, submissions  # noqa: E40
 sys.path.insert(0, str(ROOT))
 
 FILES = 36
-ONE_FILE = ROOT / "tests" / "submissions" / "accepted" / "plain_helpers.py"
+ONE_FILE = ROOT / "reference" / "mlm_forward_tied" / "submissions" / "accepted" / "plain_helpers.py"
 
 
 def correct_files() -> list[Path]:

@@ -1,6 +1,6 @@
 """How far correct and wrong submissions land from the float64 truth, over many seeds.
 
-Runs every file in tests/submissions/accepted and tests/submissions/wrong_answer in this process
+Runs every file in reference/mlm_forward_tied/submissions/accepted and reference/mlm_forward_tied/submissions/wrong_answer in this process
 (they are our own files) on the hidden cases of SEEDS seeds and prints, per dtype, the largest
 error of any correct file and, per wrong file, its largest error in its worst case, each as a
 fraction of max|expected| and as a multiple of the spec's tolerance. Usage:
@@ -64,7 +64,7 @@ def errors(fn, case, expected) -> tuple[float, float]:
 def main() -> None:
     seeds = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     spec = load_spec()
-    folder = ROOT / "tests" / "submissions"
+    folder = ROOT / "reference" / "mlm_forward_tied" / "submissions"
     accepted = {p.stem: load(p) for p in sorted((folder / "accepted").glob("*.py"))}
     # hostile_* files attack whatever runs them: they run only in the sandbox, never in-process
     wrong = {p.stem: load(p) for p in sorted((folder / "wrong_answer").glob("*.py")) if not p.stem.startswith("hostile_")}

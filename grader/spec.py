@@ -430,7 +430,7 @@ def load_spec(path: Path = SPEC_PATH) -> Spec:
 def package_digest(spec_path: Path) -> str:
     """sha256 over what decides a challenge's verdicts: the harness's base policy and, for an
     installed package (problem/<id>/problem.toml), every file of problem/<id>/ and of its hidden side
-    reference/<module>/ where the checkout has it (the kit has none); for a spec file elsewhere (a
+    reference/<module>/ where the checkout has it (the kit has none), its example submissions aside; for a spec file elsewhere (a
     test's), that file. Reports, results lines, resume and merge carry it, so that a batch never
     resumes across a changed package."""
     digest = hashlib.sha256(BASE_POLICY_PATH.read_bytes() if BASE_POLICY_PATH.is_file() else b"")
@@ -442,7 +442,9 @@ def package_digest(spec_path: Path) -> str:
     for root in (folder, hidden):
         if not root.is_dir():
             continue
-        for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.name != "solution.py"):
+        # The example submissions (verify's) decide nothing and are left out of the zips and kits built from it.
+        skipped = {"__pycache__", "submissions"}
+        for path in sorted(p for p in root.rglob("*") if p.is_file() and not skipped & set(p.relative_to(root).parts) and p.name != "solution.py"):
             digest.update(f"{path.relative_to(root.parent).as_posix()}\0".encode())
             digest.update(path.read_bytes())
             digest.update(b"\0")

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
+SUBMISSIONS = ROOT / "reference" / "mlm_forward_tied" / "submissions"  # the default challenge's examples, by verdict
+ATTACKS = Path(__file__).resolve().parent / "submissions" / "pool_attacks"  # attacks on the warm pool, appended to an honest file
 
 
 SKIPPED = {".venv", "__pycache__", ".pytest_cache", ".ruff_cache", ".git"}  # not the checkout's own files

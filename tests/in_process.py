@@ -1,7 +1,7 @@
 """Our own submissions judged in this process, the grader's way minus the sandbox and the guard.
 
 For tests and benchmarks of what the grader decides from the returned tensors (diagnosis, hints):
-fast enough to run every file of tests/submissions, or a function such as a wrong twin of the
+fast enough to run every file of reference/mlm_forward_tied/submissions, or a function such as a wrong twin of the
 reference. The child's own code computes the replies, the judge's own code judges them. Never for
 hostile_* files (they attack whatever runs them).
 """

@@ -1,6 +1,6 @@
 """The diagnosis of a wrong answer names what is wrong, and never a part that is right.
 
-Each non-hostile file in tests/submissions/wrong_answer says on a line `# diagnosis: KEY...` what
+Each non-hostile file in reference/mlm_forward_tied/submissions/wrong_answer says on a line `# diagnosis: KEY...` what
 its diagnosis must find, exactly: the probe conclusion (grader.diagnosis.CONCLUSIONS), the known
 mistake (a twin's name in reference/mlm_forward_tied/mistakes.py), "precision", or the checks not about numbers
 (type, dtype, device, inputs). Every other file is a submission where those must not fire; the

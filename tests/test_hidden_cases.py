@@ -47,7 +47,7 @@ def a_case(public: bool, dtype: str = "float32"):
 
 def test_a_hidden_case_shows_the_candidate_no_size_of_its_error_and_staff_its_size_relative_to_the_tolerance():
     # The size is the submission's to choose (the right answer plus any multiple of the tolerance),
-    # so it could carry the hidden inputs (tests/submissions/wrong_answer/hostile_error_ratio_carries_hidden_inputs.py).
+    # so it could carry the hidden inputs (reference/mlm_forward_tied/submissions/wrong_answer/hostile_error_ratio_carries_hidden_inputs.py).
     case = a_case(public=False)
     tolerance, _ = SPEC.tolerances(case.family, case.dtype)
     result = judged(case, output_scale=1.0 + 30 * tolerance)  # the largest entry is off by 30 tolerances
@@ -94,7 +94,7 @@ def test_the_text_report_of_a_hidden_case_shows_no_error_numbers():
 
 def test_a_hidden_cases_time_is_shown_to_staff_only_in_every_format():
     # How long a case takes is the submission's to choose: it could spell out the hidden inputs
-    # (tests/submissions/accepted/hostile_hidden_case_timing_channel.py).
+    # (reference/mlm_forward_tied/submissions/accepted/hostile_hidden_case_timing_channel.py).
     hidden, public = judged(a_case(public=False)), judged(a_case(public=True))
     hidden.seconds, public.seconds = 1.25, 0.5432
     report = Report(Verdict.ACCEPTED, "all 2 cases passed", "x.py", "id", "test", cases=[hidden, public])

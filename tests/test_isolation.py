@@ -24,7 +24,7 @@ from grader.sandbox import uid as uid_backend
 from grader.sandbox.backends import backend_named
 from grader.sandbox.workdir import prepare_files
 from grader.spec import ROOT, load_spec
-from tests.grading import uid_backend_problem
+from tests.grading import SUBMISSIONS, uid_backend_problem
 
 LIMITS = load_spec().limits
 
@@ -413,7 +413,7 @@ def test_grading_under_the_uid_backend_leaves_other_users_processes_alone():
     nobody = as_user(65534, "sleep", "60")
     try:
         result = subprocess.run(
-            [sys.executable, "-m", "grader", str(ROOT / "tests/submissions/wrong_answer/hostile_fork_many.py"), "--isolation", "uid", "--json"],
+            [sys.executable, "-m", "grader", str(SUBMISSIONS / "wrong_answer" / "hostile_fork_many.py"), "--isolation", "uid", "--json"],
             cwd=ROOT,
             capture_output=True,
             text=True,

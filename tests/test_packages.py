@@ -82,7 +82,7 @@ def test_problems_lists_every_installed_challenge_and_marks_the_default():
 
 def test_an_unknown_problem_is_a_usage_error_naming_the_known_ones(tmp_path):
     for args in (
-        ["--problem", "nope", str(FIXTURE / "submissions" / "correct.py")],
+        ["--problem", "nope", str(FIXTURE / "submissions" / "accepted" / "correct.py")],
         ["batch", str(FIXTURE), "--problem", "nope", "--out", str(tmp_path / "r.jsonl")],
     ):
         done = run_grader(*args)

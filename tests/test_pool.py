@@ -22,12 +22,12 @@ from grader.child import walls
 from grader.sandbox import boxes, bubblewrap, seccomp
 from grader.sandbox.zygote import Zygote, ZygoteChild, zygote_problem
 from grader.spec import load_spec
-from tests.grading import SUBMISSIONS, fast_spec
+from tests.grading import ATTACKS, SUBMISSIONS, fast_spec
 from tests.test_isolation import host_sysctls, host_uids
 
 pytestmark = pytest.mark.skipif(zygote_problem("bubblewrap") is not None, reason=f"no warm pool here: {zygote_problem('bubblewrap')}")
 
-ATTACKS = SUBMISSIONS / "pool_attacks"
+
 HONEST = SUBMISSIONS / "accepted" / "plain_helpers.py"
 SEED = "pool-test-secret"
 PREFIX = f"pooltest{os.getpid()}_"  # names this test process's files, and so their cgroups (test workers run side by side)

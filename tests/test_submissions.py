@@ -1,4 +1,4 @@
-"""Every file under tests/submissions/<verdict>/ gets that verdict.
+"""Every file under reference/mlm_forward_tied/submissions/<verdict>/ gets that verdict.
 
 The folder is the specification (as in ICPC problem packages): add a file to a folder and this
 test asserts its verdict. Forbidden routes must also be named in the message. The files are graded

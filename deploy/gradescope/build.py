@@ -30,7 +30,8 @@ def entries(seed: str, options: str) -> list[tuple[str, bytes, int]]:
     found += [(name, path.read_bytes(), 0o644) for name, path in FILES.items()]
     for tree in TREES:
         for path in sorted((ROOT / tree).rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            # A package's example submissions (reference/<module>/submissions/) are for verify, not for grading.
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc" and "submissions" not in path.relative_to(ROOT).parts[2:3]:
                 found.append((path.relative_to(ROOT).as_posix(), path.read_bytes(), 0o644))
     if seed:
         found.append(("secret_seed", seed.encode() + b"\n", 0o600))

@@ -41,7 +41,7 @@ from tests.test_formats import GRADESCOPE_SCHEMA, PRAIRIELEARN_SCHEMA  # noqa: E
 BUILD = ROOT / "build"
 IMAGE = image.DEFAULT_TAG
 RUNNER_IMAGE = "localhost/mlm-grader-runner:test"
-SUBMISSIONS = ROOT / "tests" / "submissions"
+SUBMISSIONS = ROOT / "reference" / "mlm_forward_tied" / "submissions"
 README = ROOT / "README.md"
 JOB = ROOT / "deploy" / "kubernetes" / "grade-class.yaml"
 EXPECTED = {
