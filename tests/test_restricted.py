@@ -131,6 +131,21 @@ def run(source: str) -> tuple[dict, list[str]]:
         ("Raw = type('Raw', (), {'__array_interface__': {}})", "defining __array_interface__"),
         ("class Own:\n    pass\no = Own()\nsetattr(o, '__array_interface__', {})", "a change to the special attribute __array_interface__"),
         ("class Own:\n    __match_args__ = ('__dict__',)", "__match_args__ of the class Own"),
+        # a class pattern reads the attributes __match_args__ names inside the interpreter: a dataclass field, an
+        # __match_args__ of the file's own, a keyword pattern, at any depth of the pattern, are judged by name first
+        (
+            "import dataclasses\n@dataclasses.dataclass(init=False, repr=False, eq=False)\nclass G(torch.Tensor):\n    untyped_storage: object",
+            "a dataclass field named 'untyped_storage'",
+        ),
+        (
+            "class G(torch.Tensor):\n    __match_args__ = ('untyped_storage',)\nmatch x.as_subclass(G):\n    case G(s):\n        pass",
+            "a class pattern reading the attribute 'untyped_storage'",
+        ),
+        ("match x:\n    case torch.Tensor(untyped_storage=s):\n        pass", "a class pattern reading the attribute 'untyped_storage'"),
+        (
+            "class G(torch.Tensor):\n    __match_args__ = ('untyped_storage',)\nmatch [x.as_subclass(G)]:\n    case [G(s)]:\n        pass",
+            "a class pattern reading the attribute 'untyped_storage'",
+        ),
         # library code that compiles or reads what it is handed (a second round of attacks)
         ("import dataclasses\nclass H:\n    slot: int\nH.__annotations__['x if 0 else y'] = int\ndataclasses.dataclass(H)", "a dataclass field named"),
         ("import enum\nclass Base(enum.Enum):\n    pass\nE = Base._convert_('E', __name__, bool, source=torch)", "the private attribute enum.Enum._convert_"),
@@ -225,6 +240,11 @@ def test_a_class_pattern_capture_is_checked_before_its_body():
         ("y = torch.vmap(lambda row: torch.addr(torch.zeros(2, 2), row[:2], row[1:]))(torch.ones(4, 3)).shape", "y == (4, 2, 2)"),
         ("y = f'{x.shape[0]}-{torch.__version__ != \"\"}'", "y == '2-True'"),
         ("match x.dtype:\n    case torch.float32:\n        y = 'f32'\n    case torch.float64:\n        y = 'f64'", "y == 'f32'"),
+        (
+            "import dataclasses\n@dataclasses.dataclass\nclass P:\n    rows: int\n    gelu_scale: float\n"
+            "match P(2, 0.5):\n    case P(r, g):\n        y = (r, g)",
+            "y == (2, 0.5)",
+        ),
         (
             "class Cube(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, v, k):\n        ctx.k = k\n        return v * k\n"
             "    @staticmethod\n    def backward(ctx, g):\n        return g * ctx.k, None\nv = torch.ones(2, requires_grad=True)\n"

@@ -137,6 +137,10 @@ class Capabilities:
         functions = config["forbidden_functions"]
         operators = re.compile("|".join(fnmatch.translate(p) for p in config["forbidden_operators"]) or "(?!)")
         self._forbidden_function = lambda name: name in functions or operators.match(name) is not None
+        # A name read where the object cannot be judged (a dataclass's own code, a class pattern):
+        # refused when it is a forbidden function's or matches a forbidden attribute's last part.
+        last_parts = [p.rpartition(".")[2] for p in config["forbidden_attributes"]]
+        self._unjudged_name_refused = lambda name: name in functions or any(fnmatch.fnmatchcase(name, last) for last in last_parts)
         self._attributes = [(p, p.rpartition(".")[2]) for p in config["forbidden_attributes"]]
         self._challenge_attributes = tuple(config.get("challenge_attributes", ()))  # the package's own (grader/spec.py merge_policy)
         self._type_paths = self._public_type_paths()
@@ -225,6 +229,8 @@ class Capabilities:
                 for name in fields:
                     if _type(name) is not _str or not name.isidentifier() or keyword.iskeyword(name) or _is_dunder(name):
                         caps.refuse(f"a dataclass field named {name!r} (dataclasses compiles its fields' names into code)")
+                    if caps._unjudged_name_refused(name):  # dataclasses' own code (asdict, replace, __match_args__) reads fields unchecked
+                        caps.refuse(f"a dataclass field named {name!r}, a name the rules refuse on some objects (call the field something else)")
                 return dataclasses.dataclass(klass, **kwargs)
 
             return wrap if cls is None else wrap(cls)
@@ -526,10 +532,24 @@ class Capabilities:
         self.check_value(value, "a value a class pattern read")
         return True
 
-    @staticmethod
-    def subject(value: Any, *read: Any) -> Any:
+    def subject(self, value: Any, patterns: Any, *read: Any) -> Any:
         """A match statement's subject, once the dotted names its patterns read have been read
-        through the checks (the arguments after it; the last is the line)."""
+        through the checks (the arguments after `patterns`; the last is the line), and once every
+        attribute its class patterns read is judged: `patterns` holds, for each class pattern, its
+        class, how many positional sub-patterns it has and its keyword names. A pattern reads them on
+        whatever object reaches it (an item of a sequence, too), out of the checks' sight, so each
+        name is judged by itself: a private or special one, or one the rules refuse on some object,
+        is refused here, before anything is matched."""
+        for klass, positional, keywords in patterns:
+            names = list(keywords)
+            if positional and not (_isinstance(klass, type) and klass in SELF_MATCHING):
+                match_args = _static_class_attribute(klass, "__match_args__")
+                if _type(match_args) is not _tuple or len(match_args) < positional:
+                    continue  # the match raises TypeError itself, reading nothing
+                names += [match_args[i] for i in range(positional)]
+            for name in names:
+                if _type(name) is not _str or (name[:1] == "_" and name not in self.readable_dunders) or self._unjudged_name_refused(name):
+                    self.refuse(f"a class pattern reading the attribute {name!r} (read it as obj.{name} where the rules can judge the object)")
         return value
 
     def augmented_attribute(self, obj: Any, name: str, operation: str, value: Any, line: int = 0) -> None:
@@ -699,6 +719,23 @@ class RefusedSyntax(Exception):
         self.line = line
 
 
+# Built-in types whose class pattern with one positional sub-pattern matches the subject itself,
+# reading no attribute (PEP 634).
+SELF_MATCHING = frozenset({bool, bytearray, bytes, dict, float, frozenset, int, list, set, str, tuple})
+
+
+def _static_class_attribute(klass: Any, name: str) -> Any:
+    """klass.name as the class's own dictionaries along its MRO hold it, without running any code
+    (no descriptor, no metaclass __getattr__)."""
+    if not _isinstance(klass, type):
+        return None
+    for base in _mro_of(klass):
+        namespace = _dict_of(base)
+        if name in namespace:
+            return namespace[name]
+    return None
+
+
 def _call(name: str, node: ast.AST, *args: ast.expr) -> ast.Call:
     line = ast.Constant(getattr(node, "lineno", 0))
     return ast.copy_location(ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[*args, line], keywords=[]), node)
@@ -743,8 +780,16 @@ def _rewrite_match(match: ast.Match) -> None:
     reads to the subject's __eq__: each is read once through the checks, with the subject, before
     the match compares anything (`match __mlm_subject__(subject, torch.float32, ...)`)."""
     dotted = [copy.deepcopy(name) for case in match.cases for name in _dotted_names(case.pattern)]
-    if dotted:
-        match.subject = _call(SUBJECT, match.subject, match.subject, *dotted)
+    classes = [node for case in match.cases for node in ast.walk(case.pattern) if isinstance(node, ast.MatchClass)]
+    if dotted or classes:
+        patterns = ast.Tuple(
+            elts=[
+                ast.Tuple(elts=[copy.deepcopy(node.cls), ast.Constant(len(node.patterns)), ast.Constant(tuple(node.kwd_attrs))], ctx=ast.Load())
+                for node in classes
+            ],
+            ctx=ast.Load(),
+        )
+        match.subject = _call(SUBJECT, match.subject, match.subject, patterns, *dotted)
 
 
 def _shape(target: ast.expr) -> Any:
