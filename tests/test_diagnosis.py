@@ -44,6 +44,7 @@ TWIN_PARTS = {
     "values_from_key_weights": "value_path",
     "causal_mask": "averaging",
     "naive_softmax": None,  # only float32 overflows it; the probes are float64
+    "softmax_shift_by_mean": None,  # the same
     "weights_transposed": "orientation",
     "unbiased_variance": "layer_norm",
     "eps_outside_root": "layer_norm",

@@ -142,6 +142,17 @@ def run(source: str) -> tuple[dict, list[str]]:
             "a class pattern reading the attribute 'untyped_storage'",
         ),
         ("match x:\n    case torch.Tensor(untyped_storage=s):\n        pass", "a class pattern reading the attribute 'untyped_storage'"),
+        # the file's own code runs while dataclasses works (a default's descriptor): a field added then is refused
+        (
+            "import dataclasses\ndef hook(cls):\n    ann = cls.__annotations__\n    if 'c' in ann:\n        del ann['c']\n"
+            "        ann['untyped_storage'] = object\n    return 0\n@dataclasses.dataclass(init=False, repr=False, eq=False)\n"
+            "class G(torch.Tensor):\n    a: int = classmethod(property(hook))\n    c: int = 0",
+            "a dataclass field named 'untyped_storage' that was not among the class's annotations when it was checked",
+        ),
+        (
+            "import dataclasses\n@dataclasses.dataclass\nclass P:\n    a: int\ndataclasses.fields(P)[0].name = 'untyped_storage'",
+            "a change to dataclasses.Field.name",
+        ),
         (
             "class G(torch.Tensor):\n    __match_args__ = ('untyped_storage',)\nmatch [x.as_subclass(G)]:\n    case [G(s)]:\n        pass",
             "a class pattern reading the attribute 'untyped_storage'",

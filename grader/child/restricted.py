@@ -231,7 +231,19 @@ class Capabilities:
                         caps.refuse(f"a dataclass field named {name!r} (dataclasses compiles its fields' names into code)")
                     if caps._unjudged_name_refused(name):  # dataclasses' own code (asdict, replace, __match_args__) reads fields unchecked
                         caps.refuse(f"a dataclass field named {name!r}, a name the rules refuse on some objects (call the field something else)")
-                return dataclasses.dataclass(klass, **kwargs)
+                checked = {
+                    *fields,
+                    *(n for base in (_mro_of(klass)[1:] if _isinstance(klass, type) else ()) for n in _dict_of(base).get("__dataclass_fields__", {})),
+                }
+                made = dataclasses.dataclass(klass, **kwargs)
+                # Again on what dataclasses made: the file's own code (a default's descriptor) runs while it works
+                # and could change the annotations it reads after the check above.
+                made_fields = _dict_of(made).get("__dataclass_fields__", {}) if _isinstance(made, type) else {}
+                names = [*made_fields, *(_field_name(field) for field in made_fields.values()), *_dict_of(made).get("__match_args__", ())]
+                for name in names:
+                    if _type(name) is not _str or name not in checked or caps._unjudged_name_refused(name):
+                        caps.refuse(f"a dataclass field named {name!r} that was not among the class's annotations when it was checked")
+                return made
 
             return wrap if cls is None else wrap(cls)
 
@@ -717,6 +729,11 @@ class RefusedSyntax(Exception):
     def __init__(self, line: int, message: str) -> None:
         super().__init__(f"line {line}: {message}")
         self.line = line
+
+
+def _field_name(field: Any) -> Any:
+    """A dataclasses.Field's name, read from the slot itself."""
+    return dataclasses.Field.__dict__["name"].__get__(field) if _type(field) is dataclasses.Field else None
 
 
 # Built-in types whose class pattern with one positional sub-pattern matches the subject itself,

@@ -132,6 +132,17 @@ class NaiveSoftmax(Twin):
         return e / e.sum(dim=-1, keepdim=True)
 
 
+class SoftmaxShiftByMean(Twin):
+    name = "softmax_shift_by_mean"
+    what = "with a softmax that subtracts the row mean, not the row maximum, so exp overflows when the largest float32 score is far above the mean"
+    fix = "subtract each row's maximum before exp: then no exponent is above 0"
+    in_case_dtype = True
+
+    def softmax(self, scores: Tensor) -> Tensor:
+        e = torch.exp(scores - scores.mean(dim=-1, keepdim=True))
+        return e / e.sum(dim=-1, keepdim=True)
+
+
 class CausalMask(Twin):
     name, what, fix = "causal_mask", "with a causal mask on the attention", "let every position attend to every position of its sequence"
 
@@ -464,6 +475,7 @@ MISTAKES: tuple[Twin, ...] = (
     ValuesFromKeyWeights(),
     CausalMask(),
     NaiveSoftmax(),
+    SoftmaxShiftByMean(),
     WeightsTransposed(),
     UnbiasedVariance(),
     EpsOutsideRoot(),

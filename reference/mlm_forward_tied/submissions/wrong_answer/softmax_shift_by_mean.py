@@ -1,6 +1,6 @@
 """Wrong: the softmax subtracts the row mean, not the row maximum: still unstable, exp overflows
 when the largest score is far above the mean (float32 scores in the hundreds)."""
-# diagnosis: naive_softmax
+# diagnosis: softmax_shift_by_mean
 
 import math
 
