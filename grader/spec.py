@@ -7,6 +7,7 @@ import fnmatch
 import hashlib
 import importlib
 import os
+import re
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -139,6 +140,7 @@ class Output:
 
 
 SCORING_MODES = ("all_or_nothing", "per_case")
+CASE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")  # what grader/sandbox/output.py reads back as a case's label
 
 
 @dataclass(frozen=True)
@@ -239,6 +241,8 @@ def _templates(families: dict[str, Family], explicit: list[dict]) -> tuple[CaseT
     names = [t.name for t in templates]
     if len(names) != len(set(names)):
         raise ValueError("case names in the spec must be unique")
+    if odd := [name for name in names if not CASE_NAME.fullmatch(name)]:
+        raise ValueError(f"case name {odd[0]!r}: case names are 1 to 100 letters, digits, '_', '.' or '-' (the child labels its output with them)")
     return tuple(templates)
 
 

@@ -217,3 +217,16 @@ def test_every_installed_package_parses_and_names_a_hidden_side():
     for problem in problem_ids():
         spec = problem_spec(problem)
         assert spec.id == problem and (ROOT / spec.module.replace(".", "/")).is_dir()
+
+
+def test_every_case_name_can_label_the_childs_output():
+    """The child labels what a submission prints with the case's name; a name the label reader does
+    not take would leave the raw label line in the report."""
+    from grader.sandbox.output import label_text
+
+    for problem in problem_ids():
+        for template in problem_spec(problem).templates:
+            assert label_text(f"{template.name} forward".encode()) == f"[case {template.name}, forward call]"
+    bad = DATA | {"cases": [DATA["cases"][0] | {"name": "public small"}]}
+    with pytest.raises(ValueError, match="case name 'public small': case names are 1 to 100 letters"):
+        parse_spec(bad)

@@ -14,7 +14,7 @@ from grader.child import wire
 
 WITHHELD_OUTPUT = "[... what the submission printed once the hidden cases began is not shown]"
 # A label line the runner writes (wire.OUTPUT_LABEL, then what it labels): a case's name, then the call.
-_LABEL = re.compile(rb"(import)|([A-Za-z0-9_]{1,100}) (forward|gradient)")
+_LABEL = re.compile(rb"(import)|([A-Za-z0-9_.-]{1,100}) (forward|gradient)")  # a case's name: grader/spec.py CASE_NAME
 MAX_LABEL_BYTES = 128  # a label line longer than this is not a label: it is output
 MAX_LABELS = 4096  # labels kept per stream (two per case); later ones are dropped, their output kept
 
