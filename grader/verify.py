@@ -207,11 +207,13 @@ def check_examples(spec: Spec, seeds: tuple[str, ...], findings: Findings) -> No
     margins: dict[Path, list[float]] = {path: [] for path in files}
     wrong: dict[Path, list[str]] = {path: [] for path in files}
     for seed in seeds:
+        started = time.monotonic()
         workers = Workers(detailed, seed, jobs=default_jobs(), backend=backend)
         for path, report in workers.map((path, path) for path in files if files[path] in known):
             if report.verdict != files[path]:
                 wrong[path].append(f"{seed}: {report.verdict} ({report.message.splitlines()[0][:160]})")
             margins[path].append(_margin(report))
+        findings.note("examples", f"seed {seed}: {len(files)} files graded in {time.monotonic() - started:.0f} s ({workers.jobs} at a time, {backend})")
     for path, verdict in files.items():
         if verdict in known:
             _example_finding(f"{verdict}/{path.name}", verdict, wrong[path], margins[path], len(seeds), findings)
