@@ -191,20 +191,23 @@ def examples(spec: Spec) -> dict[Path, str]:
     return {path: path.parent.name for path in sorted(folder.glob("*/*.py"))}
 
 
-def check_examples(spec: Spec, seeds: tuple[str, ...], findings: Findings) -> None:
+def check_examples(spec: Spec, seeds: tuple[str, ...], findings: Findings) -> dict[Path, Any]:
+    """Each example on every seed; returns its report on the first seed (for the diagnosis check)."""
     from grader.batch.schedule import Workers, default_jobs
     from grader.results import Verdict
     from grader.sandbox.backends import choose_backend
 
     files = examples(spec)
     if not files:
-        return findings.fail("examples", f"no example submissions in {_shown(spec.hidden_folder)}/submissions/<verdict>/")
+        findings.fail("examples", f"no example submissions in {_shown(spec.hidden_folder)}/submissions/<verdict>/")
+        return {}
     known = {v.value for v in Verdict}
     if unknown := sorted({verdict for verdict in files.values() if verdict not in known}):
         findings.fail("examples", f"folders that are not verdicts: {', '.join(unknown)} (verdicts: {', '.join(sorted(known))})")
     detailed = dataclasses.replace(spec, hidden_case_details=True)  # each case's error relative to its tolerance, for the margins
     backend = choose_backend("auto", secret_seed=True)
     margins: dict[Path, list[float]] = {path: [] for path in files}
+    first: dict[Path, Any] = {}
     wrong: dict[Path, list[str]] = {path: [] for path in files}
     for seed in seeds:
         started = time.monotonic()
@@ -213,10 +216,59 @@ def check_examples(spec: Spec, seeds: tuple[str, ...], findings: Findings) -> No
             if report.verdict != files[path]:
                 wrong[path].append(f"{seed}: {report.verdict} ({report.message.splitlines()[0][:160]})")
             margins[path].append(_margin(report))
+            first.setdefault(path, report)
         findings.note("examples", f"seed {seed}: {len(files)} files graded in {time.monotonic() - started:.0f} s ({workers.jobs} at a time, {backend})")
     for path, verdict in files.items():
         if verdict in known:
             _example_finding(f"{verdict}/{path.name}", verdict, wrong[path], margins[path], len(seeds), findings)
+    return first
+
+
+DECLARED = re.compile(r"^# diagnosis: (.+)$", re.MULTILINE)  # what an example's diagnosis must find (its keys)
+
+
+def check_diagnosis(spec: Spec, reports: dict[Path, Any], findings: Findings) -> None:
+    """For a package whose probe cases localise a wrong answer: each wrong example that declares
+    `# diagnosis: KEY...` gets a diagnosis naming each key: a part the probes point at
+    (grader/diagnosis.py CONCLUSIONS), a known mistake (a twin's name in the package's
+    mistakes.py), "precision", or a check not about numbers (type, dtype, device, inputs)."""
+    if not spec.diagnosis:
+        return findings.note("diagnosis", "the package has no diagnosis ([diagnosis] probes = false): not checked")
+    from grader.diagnosis import CONCLUSIONS, PRECISION
+
+    twins = {twin.name: twin for twin in getattr(_mistakes(spec), "MISTAKES", [])}
+    checked = failed = 0
+    for path, report in sorted(reports.items()):
+        declared = DECLARED.findall(path.read_text(encoding="utf-8"))
+        if path.parent.name != "wrong_answer" or not declared:
+            continue
+        checked += 1
+        text = "\n".join(report.diagnosis)
+        missing = []
+        for key in declared[0].split():
+            if key in CONCLUSIONS:
+                found = CONCLUSIONS[key] in report.diagnosis
+            elif key in twins:
+                found = not spec.known_mistakes or twins[key].what in text
+            elif key == "precision":
+                found = PRECISION in report.diagnosis
+            else:  # type, dtype, device, inputs: a sentence of their own
+                found = bool(report.diagnosis)
+            if not found:
+                missing.append(key)
+        if missing:
+            said = "; ".join(report.diagnosis) or "no diagnosis at all"
+            failed += 1
+            findings.fail("diagnosis", f"wrong_answer/{path.name} declares {declared[0]!r}; it is not told {', '.join(missing)} (told: {said[:300]})")
+    if not failed:
+        findings.ok("diagnosis", f"each of the {checked} wrong examples that declare a diagnosis is told it (first seed)")
+
+
+def _mistakes(spec: Spec) -> Any:
+    try:
+        return hidden_module(f"{spec.module}.mistakes")
+    except ImportError:
+        return None
 
 
 def _example_finding(name: str, verdict: str, wrong: list[str], margins: list[float], seeds: int, findings: Findings) -> None:
@@ -473,8 +525,11 @@ def main(argv: list[str], out: TextIO = sys.stdout) -> int:
         with _check(findings, "oracle"):
             check_oracle(spec, seeds, findings)
     if "examples" not in args.skip:
+        reports: dict[Path, Any] = {}
         with _check(findings, "examples"):
-            check_examples(spec, seeds, findings)
+            reports = check_examples(spec, seeds, findings)
+        with _check(findings, "diagnosis"):
+            check_diagnosis(spec, reports, findings)
     if "mutants" not in args.skip:
         with _check(findings, "mutants"):
             check_mutants(spec, seeds[0], findings)
