@@ -195,7 +195,7 @@ def check_examples(spec: Spec, seeds: tuple[str, ...], findings: Findings) -> di
     """Each example on every seed; returns its report on the first seed (for the diagnosis check)."""
     from grader.batch.schedule import Workers, default_jobs
     from grader.results import Verdict
-    from grader.sandbox.backends import choose_backend
+    from grader.sandbox.backends import backend_named, choose_backend
 
     files = examples(spec)
     if not files:
@@ -206,17 +206,25 @@ def check_examples(spec: Spec, seeds: tuple[str, ...], findings: Findings) -> di
         findings.fail("examples", f"folders that are not verdicts: {', '.join(unknown)} (verdicts: {', '.join(sorted(known))})")
     detailed = dataclasses.replace(spec, hidden_case_details=True)  # each case's error relative to its tolerance, for the margins
     backend = choose_backend("auto", secret_seed=True)
+    # A hostile_* example attacks the walls behind the static check: its folder's verdict is the one it
+    # gets with that check skipped (as the tests grade them), which only a strong sandbox may do.
+    strong = backend_named(backend).strong
+    if not strong and any(path.stem.startswith("hostile_") for path in files):
+        findings.note("examples", f"the hostile_* examples need a strong sandbox to be graded behind the static check; {backend} is not: left out")
+        files = {path: verdict for path, verdict in files.items() if not path.stem.startswith("hostile_")}
     margins: dict[Path, list[float]] = {path: [] for path in files}
     first: dict[Path, Any] = {}
     wrong: dict[Path, list[str]] = {path: [] for path in files}
     for seed in seeds:
         started = time.monotonic()
-        workers = Workers(detailed, seed, jobs=default_jobs(), backend=backend)
-        for path, report in workers.map((path, path) for path in files if files[path] in known):
-            if report.verdict != files[path]:
-                wrong[path].append(f"{seed}: {report.verdict} ({report.message.splitlines()[0][:160]})")
-            margins[path].append(_margin(report))
-            first.setdefault(path, report)
+        for hostile in (False, True):
+            workers = Workers(detailed, seed, jobs=default_jobs(), backend=backend, static_check=not hostile)
+            chosen = [(path, path) for path in files if files[path] in known and path.stem.startswith("hostile_") == hostile]
+            for path, report in workers.map(chosen):
+                if report.verdict != files[path]:
+                    wrong[path].append(f"{seed}: {report.verdict} ({report.message.splitlines()[0][:160]})")
+                margins[path].append(_margin(report))
+                first.setdefault(path, report)
         findings.note("examples", f"seed {seed}: {len(files)} files graded in {time.monotonic() - started:.0f} s ({workers.jobs} at a time, {backend})")
     for path, verdict in files.items():
         if verdict in known:
@@ -239,8 +247,10 @@ def check_diagnosis(spec: Spec, reports: dict[Path, Any], findings: Findings) ->
     twins = {twin.name: twin for twin in getattr(_mistakes(spec), "MISTAKES", [])}
     checked = failed = 0
     for path, report in sorted(reports.items()):
-        declared = DECLARED.findall(path.read_text(encoding="utf-8"))
-        if path.parent.name != "wrong_answer" or not declared:
+        if path.parent.name != "wrong_answer":
+            continue
+        declared = DECLARED.findall(path.read_text(encoding="utf-8", errors="replace"))
+        if not declared:
             continue
         checked += 1
         text = "\n".join(report.diagnosis)
@@ -299,8 +309,11 @@ def _seeds(seeds: tuple[str, ...]) -> str:
 
 def _margin(report: Any) -> float:
     """The worst error of a graded file over what the tolerance allows: inf where a case failed
-    by something other than its numbers (a shape, a type, an exception), nan where no case was judged."""
-    if any(not c.passed and c.ratio is None for c in report.cases):
+    by something other than its numbers (a shape, a type, an input changed, an exception), nan
+    where no case was judged."""
+    from grader.results import WRONG_NUMBERS
+
+    if any(not c.passed and (c.ratio is None or c.check not in WRONG_NUMBERS) for c in report.cases):
         return math.inf
     return max((c.ratio for c in report.cases if c.ratio is not None), default=math.nan)
 
