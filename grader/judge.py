@@ -497,8 +497,9 @@ def grade(
                 report.verdict, report.message = rejection.verdict, rejection.message
         _keep_output(report, child)
     if report.verdict == Verdict.WRONG_ANSWER and spec.diagnosis:  # a package with probe cases (grader/diagnosis.py)
-        from grader.diagnosis import diagnose
+        from grader.diagnosis import analyse
 
-        report.diagnosis = diagnose(cases, report.cases, received, spec)
+        finding = analyse(cases, report.cases, received, spec)
+        report.diagnosis, report.diagnosis_keys = finding.sentences, sorted(finding.keys())
     report.seconds = time.monotonic() - started
     return report

@@ -141,6 +141,7 @@ class Report:
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)  # about the run itself (e.g. a reproducible seed), for graders
     public_only: bool = False  # only the public cases were run (--public): accepted means "the public cases passed"
+    diagnosis_keys: list[str] = field(default_factory=list)  # what the diagnosis found, by name (grader/diagnosis.py Finding.keys)
     problem: str = ""  # the challenge's id (problem/<id>/)
     problem_digest: str = ""  # a hash of its whole package (grader/spec.py package_digest)
 

@@ -217,14 +217,14 @@ def check_examples(spec: Spec, seeds: tuple[str, ...], findings: Findings) -> di
     wrong: dict[Path, list[str]] = {path: [] for path in files}
     for seed in seeds:
         started = time.monotonic()
-        for hostile in (False, True):
-            workers = Workers(detailed, seed, jobs=default_jobs(), backend=backend, static_check=not hostile)
-            chosen = [(path, path) for path in files if files[path] in known and path.stem.startswith("hostile_") == hostile]
-            for path, report in workers.map(chosen):
-                if report.verdict != files[path]:
-                    wrong[path].append(f"{seed}: {report.verdict} ({report.message.splitlines()[0][:160]})")
-                margins[path].append(_margin(report))
-                first.setdefault(path, report)
+        for walls, chosen in _gradings(files, known, first_seed=seed == seeds[0]).items():
+            workers = Workers(detailed, seed, jobs=default_jobs(), backend=backend, static_check=walls == "every", restricted=walls != "guard")
+            for (path, expected), report in workers.map(((path, expected), path) for path, expected in chosen):
+                if report.verdict != expected:
+                    wrong[path].append(f"{seed}{'' if walls == 'every' else f' ({WALLS[walls]})'}: {report.verdict} ({report.message.splitlines()[0][:160]})")
+                if walls != "every" or not path.stem.startswith("hostile_"):
+                    margins[path].append(_margin(report))
+                    first.setdefault(path, report)
         findings.note("examples", f"seed {seed}: {len(files)} files graded in {time.monotonic() - started:.0f} s ({workers.jobs} at a time, {backend})")
     for path, verdict in files.items():
         if verdict in known:
@@ -237,14 +237,12 @@ DECLARED = re.compile(r"^# diagnosis: (.+)$", re.MULTILINE)  # what an example's
 
 def check_diagnosis(spec: Spec, reports: dict[Path, Any], findings: Findings) -> None:
     """For a package whose probe cases localise a wrong answer: each wrong example that declares
-    `# diagnosis: KEY...` gets a diagnosis naming each key: a part the probes point at
-    (grader/diagnosis.py CONCLUSIONS), a known mistake (a twin's name in the package's
-    mistakes.py), "precision", or a check not about numbers (type, dtype, device, inputs)."""
+    `# diagnosis: KEY...` gets a diagnosis that finds exactly those keys: the parts the probes point
+    at (grader/diagnosis.py CONCLUSIONS), a known mistake (a twin's name in the package's
+    mistakes.py), "precision", the checks not about numbers (type, dtype, device, inputs)."""
     if not spec.diagnosis:
         return findings.note("diagnosis", "the package has no diagnosis ([diagnosis] probes = false): not checked")
-    from grader.diagnosis import CONCLUSIONS, PRECISION
 
-    twins = {twin.name: twin for twin in getattr(_mistakes(spec), "MISTAKES", [])}
     checked = failed = 0
     for path, report in sorted(reports.items()):
         if path.parent.name != "wrong_answer":
@@ -253,25 +251,17 @@ def check_diagnosis(spec: Spec, reports: dict[Path, Any], findings: Findings) ->
         if not declared:
             continue
         checked += 1
-        text = "\n".join(report.diagnosis)
-        missing = []
-        for key in declared[0].split():
-            if key in CONCLUSIONS:
-                found = CONCLUSIONS[key] in report.diagnosis
-            elif key in twins:
-                found = not spec.known_mistakes or twins[key].what in text
-            elif key == "precision":
-                found = PRECISION in report.diagnosis
-            else:  # type, dtype, device, inputs: a sentence of their own
-                found = bool(report.diagnosis)
-            if not found:
-                missing.append(key)
-        if missing:
-            said = "; ".join(report.diagnosis) or "no diagnosis at all"
+        wanted = set(declared[0].split())
+        found = set(report.diagnosis_keys)
+        if not spec.known_mistakes:  # an exam's diagnosis names no known mistake
+            wanted -= {twin.name for twin in getattr(_mistakes(spec), "MISTAKES", [])}
+        if found != wanted:
             failed += 1
-            findings.fail("diagnosis", f"wrong_answer/{path.name} declares {declared[0]!r}; it is not told {', '.join(missing)} (told: {said[:300]})")
+            said = "; ".join(report.diagnosis) or "no diagnosis at all"
+            told = " ".join(sorted(found)) or "nothing"
+            findings.fail("diagnosis", f"wrong_answer/{path.name} declares {' '.join(sorted(wanted))}; told {told} ({said[:160]})")
     if not failed:
-        findings.ok("diagnosis", f"each of the {checked} wrong examples that declare a diagnosis is told it (first seed)")
+        findings.ok("diagnosis", f"each of the {checked} wrong examples that declare a diagnosis is told exactly that (first seed)")
 
 
 def _mistakes(spec: Spec) -> Any:
@@ -279,6 +269,30 @@ def _mistakes(spec: Spec) -> Any:
         return hidden_module(f"{spec.module}.mistakes")
     except ImportError:
         return None
+
+
+# How a hostile_* example's folder verdict is proven (as tests/test_hostile.py proves it): a forbidden
+# use behind the static check, any other attack as plain Python behind the guard's operator checks,
+# the protocol and the sandbox; with every wall on it is refused (or gets its `# every wall:` line's verdict).
+WALLS = {"every": "every wall", "capabilities": "behind the static check", "guard": "as plain Python"}
+EVERY_WALL = re.compile(r"^# every wall: (\w+)$", re.MULTILINE)
+
+
+def _gradings(files: dict[Path, str], known: set[str], first_seed: bool) -> dict[str, list[tuple[Path, str]]]:
+    """(file, the verdict it must get) for each way of grading: every wall for the ordinary
+    examples (and, on the first seed, for the hostile ones), and the walls a hostile one attacks."""
+    found: dict[str, list[tuple[Path, str]]] = {"every": [], "capabilities": [], "guard": []}
+    for path, verdict in files.items():
+        if verdict not in known:
+            continue
+        if not path.stem.startswith("hostile_"):
+            found["every"].append((path, verdict))
+            continue
+        found["capabilities" if verdict == "forbidden_api" else "guard"].append((path, verdict))
+        if first_seed:
+            line = EVERY_WALL.search(path.read_text(encoding="utf-8", errors="replace"))
+            found["every"].append((path, line.group(1) if line else "forbidden_api"))
+    return found
 
 
 def _example_finding(name: str, verdict: str, wrong: list[str], margins: list[float], seeds: int, findings: Findings) -> None:

@@ -1,5 +1,6 @@
 """Idea: a tuple of 10 million elements (the right three first): length is read with tuple's slot,
 no part is described; expected wrong_answer (a tuple of N elements), no grader_error."""
+# every wall: wrong_answer
 import torch
 
 

@@ -1,6 +1,7 @@
 """Idea: a named tuple whose Python __getitem__/__len__/__iter__ lie (claim wrong elements): the
 tuple holds zeros, the methods give the right answer. describe_tuple must read tuple's own slots,
 so the zeros are judged: expected wrong_answer."""
+# every wall: forbidden_api
 from collections import namedtuple
 import torch
 

@@ -1,5 +1,6 @@
 """Idea: the right values, grad_x wrapped in a plain tensor subclass (no own handlers): the type
 check must refuse it (exactly torch.Tensor); expected wrong_answer."""
+# every wall: wrong_answer
 import torch
 
 
