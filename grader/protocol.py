@@ -289,6 +289,12 @@ def read_tensors(stream: BinaryIO, described: Described, expect: Expectation) ->
     return tensors
 
 
+def kept(tensors: dict[str, Tensor], expect: Expectation) -> dict[str, Tensor]:
+    """Of a reply's tensors held in memory (a child's code run in the grader's own process: verify's
+    mutants, the tests), those read_tensors would keep: each of the dtype and shape `expect` names."""
+    return {name: t for name, t in tensors.items() if expect.tensors.get(name) == TensorSpec(_dtype_name(t), tuple(t.shape))}
+
+
 def need(tensors: dict[str, Tensor], name: str) -> Tensor:
     """A tensor the judge needs for the next check; a result that passed every earlier check
     always carries it, so its absence is the child's protocol error, not a wrong answer."""

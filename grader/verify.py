@@ -489,9 +489,7 @@ def _answer(function: Callable, case: Any, spec: Spec) -> tuple[dict, dict]:
     from grader.child.runner import run_case
 
     reply, tensors = run_case(function, *case.request(), "mutant.py")
-    expect = protocol.expect_result(case, spec).tensors
-    kept = {name: t for name, t in tensors.items() if expect.get(name) == protocol.TensorSpec(str(t.dtype).removeprefix("torch."), tuple(t.shape))}
-    return reply, kept
+    return reply, protocol.kept(tensors, protocol.expect_result(case, spec))
 
 
 # -- 5. the kit --------------------------------------------------------------------------------

@@ -59,8 +59,7 @@ def entry_point(path: Path) -> Callable:
 def kept(case: Case, tensors: dict[str, Tensor], spec: Spec) -> dict[str, Tensor]:
     """The tensors the grader keeps of a reply (grader/protocol.py): those of the dtype and shape the
     case expects; an output or an input after the call of another dtype or shape is read past."""
-    expected = protocol.expect_result(case, spec).tensors
-    return {name: t for name, t in tensors.items() if expected.get(name) == protocol.TensorSpec(str(t.dtype).removeprefix("torch."), tuple(t.shape))}
+    return protocol.kept(tensors, protocol.expect_result(case, spec))
 
 
 def judge(fn: Callable, spec: Spec, seed: str = SEED, public_only: bool = False) -> tuple[list[Case], list[CaseResult], Received]:
