@@ -3,75 +3,26 @@
 Public cases come from the spec's public seed; hidden cases from the grader's secret seed. Each
 case has its own random stream (problem id + seed + case name), so adding a case never changes the
 others and two problems never share data. The values are the package's generator's to draw.
+
+A float32 case must be fair: the reference itself, computing in float32, lands within FAIR_SHARE of
+the tolerance from its float64 result. Random data is now and then ill-conditioned (attention
+scores in the tens with two nearly equal maxima), and there even the reference fails; such a draw is
+replaced by the next one from the case's stream, so every seed gives every case, and the first fair
+draw is the one the case always had.
 """
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
-from torch import Tensor
 
+from grader.case import Case, Drawn
+from grader.expected import expected_for, rounding_ratio
 from grader.spec import CaseTemplate, SetupError, Spec, hidden_module
 
-DTYPES = {"float32": torch.float32, "float64": torch.float64}
-
-
-@dataclass(frozen=True)
-class Drawn:
-    """One case's arguments, as a problem package's generator draws them (README.md, "A challenge package")."""
-
-    args: dict[str, Any]  # every parameter by name, in any order: torch tensors and Python scalars
-    shape: dict[str, int]  # what a report shows of the case's size ("N=2 T=4")
-    upstream: tuple[Tensor, ...] = ()  # the gradient check's upstream gradient, one per output
-    output_shapes: tuple[tuple[int, ...], ...] = ()  # each output's shape; needed only without upstream gradients (theirs are the outputs' shapes)
-
-
-@dataclass
-class Case:
-    name: str
-    family: str
-    public: bool
-    dtype: str  # "float32" or "float64"
-    args: dict[str, Any]  # the call's arguments in parameter order: tensors and Python scalars
-    upstream: tuple[Tensor, ...]  # the gradient check's upstream gradient, one per output (none without a gradient check)
-    shape: dict[str, int]  # what a report shows of the case's size
-    differentiable: tuple[str, ...] = ()  # the tensor arguments whose gradient is checked
-    output_shapes: tuple[tuple[int, ...], ...] = ()  # the shape each output must have
-    returns: str = "tensor"  # the spec's: one tensor, or a "tuple" of len(output_shapes)
-
-    @property
-    def inputs(self) -> dict[str, Tensor]:
-        """The tensor arguments, in call order."""
-        return {name: value for name, value in self.args.items() if isinstance(value, Tensor)}
-
-    @property
-    def scalars(self) -> dict[str, Any]:
-        return {name: value for name, value in self.args.items() if not isinstance(value, Tensor)}
-
-    @property
-    def grad_output(self) -> Tensor:
-        """The upstream gradient of a one-output problem."""
-        return self.upstream[0]
-
-    def request(self) -> tuple[dict[str, Any], dict[str, Tensor]]:
-        """The frame the child answers: the arguments in call order (tensors by name, scalars by
-        value), which get gradients, and the upstream gradients (upstream_<i>)."""
-        header = {
-            "kind": "case",
-            "name": self.name,
-            "call": [[name, "tensor" if isinstance(value, Tensor) else value] for name, value in self.args.items()],
-            "differentiable": list(self.differentiable),
-            "returns": self.returns,
-            "outputs": len(self.output_shapes),
-        }
-        return header, self.inputs | {f"upstream_{i}": tensor for i, tensor in enumerate(self.upstream)}
-
-    def shape_text(self) -> str:
-        return " ".join(f"{k}={v}" for k, v in self.shape.items())
-
+FAIR_SHARE = 0.1  # of the tolerance: as close as correct example submissions must be (grader/verify.py)
+MAX_DRAWS = 20  # a family whose draws are this often unfair needs other settings or a wider tolerance
 
 def _rng(seed: str, case_name: str) -> np.random.Generator:
     digest = hashlib.sha256(f"{seed}/{case_name}".encode()).digest()
@@ -96,8 +47,24 @@ def _draw(rng: np.random.Generator, value: Any) -> Any:
 
 def make_case(template: CaseTemplate, seed: str, spec: Spec) -> Case:
     """One case, drawn by the package's generator (reference/<module>/generate.py) from its own
-    random stream: the problem's id, the seed and the case's name."""
+    random stream (the problem's id, the seed and the case's name): its first fair draw."""
     rng = _rng(f"{spec.id}/{seed}", template.name)
+    for _ in range(MAX_DRAWS):
+        case = _drawn_case(template, rng, spec)
+        if case.dtype == "float64":
+            return case
+        expected = expected_for(case, spec)
+        if rounding_ratio(case, expected, spec) <= FAIR_SHARE:
+            case.checked = spec, expected
+            return case
+    raise SetupError(
+        f"the generator of {spec.id} drew case {template.name} {MAX_DRAWS} times and the reference itself, computing in "
+        f"{case.dtype}, landed more than {FAIR_SHARE:g} of the tolerance from its float64 result every time: "
+        "make the family's data better conditioned or widen its tolerance"
+    )
+
+
+def _drawn_case(template: CaseTemplate, rng: np.random.Generator, spec: Spec) -> Case:
     settings = {key: _draw(rng, value) for key, value in sorted(template.settings.items())}
     drawn = generator(spec)(settings, rng)
     if missing := [name for name in spec.parameter_names if name not in drawn.args]:

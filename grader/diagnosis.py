@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from grader.cases import Case
+from grader.case import Case
 from grader.child.vjp import vector_jacobian
 from grader.compare import bitwise_equal, compare_values
 from grader.results import NOT_NUMBERS, NOT_RUN, WRONG_LOGITS, WRONG_NUMBERS, CaseResult, Check, Verdict

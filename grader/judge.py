@@ -37,7 +37,7 @@ from grader.spec import FLOAT, Limits, Output, Spec, seed_public_id
 if TYPE_CHECKING:
     from torch import Tensor
 
-    from grader.cases import Case
+    from grader.case import Case
     from grader.compare import Closeness
     from grader.diagnosis import Received
     from grader.expected import Expected

@@ -26,7 +26,7 @@ from grader.child import wire
 if TYPE_CHECKING:  # torch is imported where a tensor is built (see grader/child/wire.py)
     from torch import Tensor
 
-    from grader.cases import Case
+    from grader.case import Case
     from grader.spec import Spec
 
 MAX_TEXT = 16_000  # characters kept of an error text; the rest is cut with a note

@@ -15,7 +15,8 @@ from pathlib import Path
 from torch import Tensor
 
 from grader import protocol
-from grader.cases import Case, make_cases
+from grader.case import Case
+from grader.cases import make_cases
 from grader.child.restricted import Capabilities
 from grader.child.runner import _run_calls, load_submission
 from grader.diagnosis import Received, diagnose

@@ -1,5 +1,7 @@
 """Case generation: deterministic, and each family really contains what it claims."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -212,3 +214,73 @@ def test_probe_cases_switch_off_what_they_promise(seed):
     # One position, attention only: no score, average or feed-forward to get wrong, so the layer norm shows alone.
     alone = shape["probe_single_position_attention"]
     assert alone["T"] == 1 and alone["B"] == 1 and "w_mlp2" in settings["probe_single_position_attention"]["zero"]
+
+
+# A float32 case must be fair (grader/cases.py): where even the reference, computing in float32,
+# errs near the tolerance, the draw is replaced by the next one from the case's stream.
+FIXTURE = load_spec(Path(__file__).parent / "fixture_problem" / "problem.toml")
+
+
+def cancelling_first(draws: list[str], always: bool = False):
+    """The fixture's generator, except that its first draw (every draw when always) makes z = y - 3x
+    cancel to about 1e-6 of x, which float32 cannot resolve: the reference's own rounding of 3x is
+    many times the tolerance of z's tiny scale."""
+    from tests.fixture_problem.generate import draw
+
+    def drawing(settings, rng):
+        drawn = draw(settings, rng)
+        if always or not draws:
+            x = drawn.args["x"]
+            y = (3.0 * x.double() + 1e-6 * torch.from_numpy(rng.standard_normal(tuple(x.shape)))).float()
+            drawn.args.update(alpha=-3.0, y=y)
+            draws.append("cancelling")
+        else:
+            draws.append("fair")
+        return drawn
+
+    return drawing
+
+
+def float32_basic():
+    from dataclasses import replace
+
+    template = next(t for t in FIXTURE.templates if t.family == "basic")
+    return replace(template, settings=template.settings | {"dtype": "float32"})
+
+
+def test_an_unfair_float32_draw_is_replaced_by_the_next_fair_one(monkeypatch):
+    from grader import cases as drawing
+
+    template = float32_basic()
+    draws: list[str] = []
+    monkeypatch.setattr(drawing, "generator", lambda spec: cancelling_first(draws))
+    case = make_case(template, "fairness", FIXTURE)
+    assert draws == ["cancelling", "fair"]
+    assert (case.args["y"] - 3.0 * case.args["x"]).abs().max() > 1e-3, "the case kept is the fair draw"
+    assert expected_for(case, FIXTURE) is case.checked[1], "the float64 results drawing computed are not computed again"
+    again: list[str] = []
+    monkeypatch.setattr(drawing, "generator", lambda spec: cancelling_first(again))
+    assert torch.equal(make_case(template, "fairness", FIXTURE).args["x"], case.args["x"]), "the same seed draws the same case"
+
+
+def test_a_family_that_is_never_fair_is_a_set_up_error_saying_what_to_change(monkeypatch):
+    from grader import cases as drawing
+    from grader.spec import SetupError
+
+    template = float32_basic()
+    draws: list[str] = []
+    monkeypatch.setattr(drawing, "generator", lambda spec: cancelling_first(draws, always=True))
+    with pytest.raises(SetupError, match=f"drew case {template.name} 20 times .* better conditioned or widen its tolerance"):
+        make_case(template, "fairness", FIXTURE)
+    assert len(draws) == drawing.MAX_DRAWS
+
+
+def test_the_container_tests_secret_seed_no_longer_rejects_a_correct_file():
+    """With this seed the first draw of peaked_attention_1 (D = 2, one head, scores in the tens) put
+    the reference's own float32 result 2.2 times the tolerance from its float64 one, and correct
+    files got wrong_answer on it."""
+    from tests import in_process
+    from tests.grading import SUBMISSIONS
+
+    report = in_process.report(in_process.entry_point(SUBMISSIONS / "accepted" / "plain_helpers.py"), SPEC, seed="container-secret-31415")
+    assert report.verdict.value == "accepted", report.message

@@ -48,6 +48,7 @@ def kit_name(problem: str) -> str:
 
 # The grader's modules check.py runs, copied byte for byte.
 COPIED = (
+    "grader/case.py",
     "grader/cases.py",
     "grader/compare.py",
     "grader/diagnosis.py",

@@ -17,7 +17,7 @@ Settings the generator reads (problem.toml's [defaults], overlaid by the family'
 import numpy as np
 import torch
 
-from grader.cases import Drawn
+from grader.case import Drawn
 
 
 def leading_shape(settings: dict, rng: np.random.Generator) -> tuple[int, ...]:

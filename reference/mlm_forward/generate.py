@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from grader.cases import Drawn
+from grader.case import Drawn
 from reference.mlm_forward_tied.generate import encoder_inputs, tensors
 from reference.mlm_forward_tied.reference import MASK_THRESHOLD
 

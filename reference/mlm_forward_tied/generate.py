@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from grader.cases import Drawn
+from grader.case import Drawn
 from reference.mlm_forward_tied.reference import MASK_THRESHOLD, attention_scores, layer_norm
 
 PARAMETERS = ("input_ids", "w_emb", "pos_embed", "blocks_weights", "mask_indicator")

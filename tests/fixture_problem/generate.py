@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from grader.cases import Drawn
+from grader.case import Drawn
 
 
 def draw(settings: dict, rng: np.random.Generator) -> Drawn:
