@@ -1,17 +1,22 @@
 """Helpers for tests that grade files through the real command line."""
 
+import contextlib
 import fcntl
+import hashlib
 import json
 import os
+import socket
 import subprocess
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "reference" / "mlm_forward_tied" / "submissions"  # the default challenge's examples, by verdict
+HOSTILE_MARKER = "mlm-hostile-marker"  # the name hostile files give what they try to write
 ATTACKS = Path(__file__).resolve().parent / "submissions" / "pool_attacks"  # attacks on the warm pool, appended to an honest file
 
 
@@ -26,6 +31,60 @@ def checkout_files(skipped: set[str] = SKIPPED) -> list[Path]:
         subfolders[:] = sorted(d for d in subfolders if d not in skipped)
         found += [Path(folder, f) for f in sorted(files)]
     return found
+
+
+def checkout_digest() -> str:
+    digest = hashlib.sha256()
+    for path in checkout_files():
+        if path.is_file():
+            digest.update(str(path).encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+def hostile_markers() -> list[Path]:
+    """Marker files where hostile code tries to write: the top of /tmp and $HOME (other tests'
+    temporary folders come and go below them), and anywhere in the checkout."""
+    found = [p for place in (Path("/tmp"), Path.home(), Path.cwd()) for p in place.glob(f"{HOSTILE_MARKER}*")]
+    return found + [p for p in checkout_files({".venv"}) if p.name.startswith(HOSTILE_MARKER)]
+
+
+PORTS = range(47600, 47620)  # the ports hostile_loopback_connect tries
+
+
+@contextlib.contextmanager
+def listening_on_loopback() -> Iterator[list[bytes]]:
+    """A TCP service on the host's loopback (the first free port of PORTS) that records every
+    connection it receives, while the block runs."""
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    for port in PORTS:
+        try:
+            server.bind(("127.0.0.1", port))
+            break
+        except OSError:
+            continue
+    server.listen()
+    server.settimeout(0.2)
+    received: list[bytes] = []
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                continue
+            with connection:
+                received.append(connection.recv(1024) or b"<connected>")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield received
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
 
 
 def ordinary_files(folder: str) -> list[Path]:

@@ -10,15 +10,17 @@ against plain Python in its own process, see docs/threat-model.md), every other 
 Python (`--unrestricted`: the guard's operator checks, the protocol and the sandbox); each must get
 its folder's verdict. After each grading the host is checked: no marker file anywhere
 they tried to write, no process of theirs, no cgroup left, the checkout unchanged, the loopback
-service untouched, and the secret seed nowhere in the output. The same files go through the warm
-pool in tests/test_pool.py.
+service untouched, and the secret seed nowhere in the output.
+
+Every hostile file also goes through the warm pool, walls alone, with the same host checks
+(tests/test_pool.py). A forbidden use attacks the capability layer and the guard, the same code in
+a pool child as in a fresh one; so where the pool runs, only the attacks on the sandbox and the
+protocol, whose walls differ between a fresh child and a pool child, are graded here a fresh child
+each, and the forbidden uses there. Where it cannot run, every file is graded here.
 """
 
-import hashlib
 import os
 import re
-import socket
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,13 +30,14 @@ from grader import judge
 from grader.batch.schedule import Workers
 from grader.formats.json import to_json
 from grader.sandbox.bubblewrap import bubblewrap_works
+from grader.sandbox.zygote import zygote_problem
 from grader.spec import load_spec
-from tests.grading import SUBMISSIONS, checkout_files, fast_spec, shared_once
+from tests.grading import SUBMISSIONS, checkout_digest, fast_spec, hostile_markers, listening_on_loopback, shared_once
 
 HOSTILE = sorted(SUBMISSIONS.glob("*/hostile_*.py"))
-MARKER = "mlm-hostile-marker"
+# A fresh child each for these (tests/test_pool.py grades the forbidden uses where the pool runs).
+FRESH = [p for p in HOSTILE if p.parent.name != "forbidden_api" or zygote_problem("bubblewrap") is not None]
 SECRET = "hostile-test-secret-2718"
-PORTS = range(47600, 47620)  # the ports hostile_loopback_connect tries
 
 
 def test_ci_grades_behind_bubblewrap():
@@ -45,50 +48,8 @@ def test_ci_grades_behind_bubblewrap():
 
 @pytest.fixture(scope="module")
 def loopback_service():
-    """A TCP service on the host's loopback that records every connection it receives."""
-    server = socket.socket()
-    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    for port in PORTS:
-        try:
-            server.bind(("127.0.0.1", port))
-            break
-        except OSError:
-            continue
-    server.listen()
-    server.settimeout(0.2)
-    received: list[bytes] = []
-    stop = threading.Event()
-
-    def serve():
-        while not stop.is_set():
-            try:
-                connection, _ = server.accept()
-            except OSError:
-                continue
-            with connection:
-                received.append(connection.recv(1024) or b"<connected>")
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield received
-    stop.set()
-    thread.join()
-    server.close()
-
-
-def checkout_digest() -> str:
-    digest = hashlib.sha256()
-    for path in checkout_files():
-        if path.is_file():
-            digest.update(str(path).encode() + path.read_bytes())
-    return digest.hexdigest()
-
-
-def markers() -> list[Path]:
-    """Marker files where hostile code tries to write: the top of /tmp and $HOME (other tests'
-    temporary folders come and go below them), and anywhere in the checkout."""
-    found = [p for place in (Path("/tmp"), Path.home(), Path.cwd()) for p in place.glob(f"{MARKER}*")]
-    return found + [p for p in checkout_files({".venv"}) if p.name.startswith(MARKER)]
+    with listening_on_loopback() as received:
+        yield received
 
 
 def their_processes(name: str) -> list[int]:
@@ -151,7 +112,7 @@ def grade_walls_alone(tmp_path_factory) -> Callable[[Path, bool, bool], dict]:
 
 
 @pytest.mark.skipif(not bubblewrap_works(), reason="skipping the static check needs bubblewrap (CI installs it)")
-@pytest.mark.parametrize("path", HOSTILE, ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("path", FRESH, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_hostile_file_is_rejected_by_the_walls_alone_and_leaves_no_trace(path, tmp_path, loopback_service, grade_walls_alone):
     before = checkout_digest()
     # A copy named for this run, so that the leftover checks below see this run's processes and
@@ -166,7 +127,7 @@ def test_hostile_file_is_rejected_by_the_walls_alone_and_leaves_no_trace(path, t
 
     assert report["verdict"] == path.parent.name, report["message"]
     assert SECRET not in report["stdout"] + report["stderr"] + report["message"]
-    assert markers() == []
+    assert hostile_markers() == []
     assert their_processes(run_name) == []
     assert their_cgroups(run_name) == []
     assert checkout_digest() == before

@@ -22,7 +22,7 @@ from grader.child import walls
 from grader.sandbox import boxes, bubblewrap, seccomp
 from grader.sandbox.zygote import Zygote, ZygoteChild, zygote_problem
 from grader.spec import load_spec
-from tests.grading import ATTACKS, SUBMISSIONS, fast_spec
+from tests.grading import ATTACKS, SUBMISSIONS, checkout_digest, fast_spec, hostile_markers, listening_on_loopback
 from tests.test_isolation import host_sysctls, host_uids
 
 pytestmark = pytest.mark.skipif(zygote_problem("bubblewrap") is not None, reason=f"no warm pool here: {zygote_problem('bubblewrap')}")
@@ -32,7 +32,8 @@ HONEST = SUBMISSIONS / "accepted" / "plain_helpers.py"
 SEED = "pool-test-secret"
 PREFIX = f"pooltest{os.getpid()}_"  # names this test process's files, and so their cgroups (test workers run side by side)
 # Every hostile file gets its folder's verdict through the pool, walls alone, as it does alone
-# (tests/test_hostile.py, which also runs them with the static check).
+# (tests/test_hostile.py, which also runs them with the static check, and the attacks on the
+# sandbox and the protocol a fresh child each).
 HOSTILES = sorted(f"{p.parent.name}/{p.stem}" for p in SUBMISSIONS.glob("*/hostile_*.py"))
 
 
@@ -202,24 +203,31 @@ def test_the_server_and_each_child_run_as_unprivileged_host_uids_of_their_own(sp
             child.close()
 
 
-def test_hostile_files_get_their_verdicts_through_the_pool(spec, prepared, warm, tmp_path):
+def test_hostile_files_get_their_verdicts_through_the_pool_and_leave_no_trace(spec, prepared, warm, tmp_path):
     # The real limits, as tests/test_hostile.py, but for the time-limit files (a decomposition run
     # with the guard's mode taken off imports sympy on first use: seconds on a loaded machine).
     # The forbidden ones with the capability layer on (the guard cannot hold alone against plain
     # Python in its own process), the others as plain Python (the sandbox's and protocol's walls).
+    # The host checks of tests/test_hostile.py, which grades only the attacks on the sandbox and the
+    # protocol a fresh child each where this pool runs.
     paths: dict[tuple[bool, bool], list[Path]] = {(q, r): [] for q in (True, False) for r in (True, False)}
     for name in HOSTILES:
         path = tmp_path / f"{PREFIX}{Path(name).name}.py"
         path.write_bytes((SUBMISSIONS / f"{name}.py").read_bytes())
         paths[name.startswith("time_limit_exceeded/"), name.startswith("forbidden_api/")].append(path)
+    before = checkout_digest()
     reports = {}
-    for (quick, restricted), group in paths.items():
-        reports |= grade(spec if quick else load_spec(), prepared, warm, group, jobs=2, restricted=restricted)
+    with listening_on_loopback() as connections:
+        for (quick, restricted), group in paths.items():
+            reports |= grade(spec if quick else load_spec(), prepared, warm, group, jobs=2, restricted=restricted)
     for name in HOSTILES:
         report = reports[Path(name).name]
         assert report.verdict == Path(name).parent.name, f"{name}: {report.message}"
         assert "warm pool" in report.isolation
-    assert list(Path("/tmp").glob("mlm-hostile-marker*")) == []
+        assert SEED not in report.stdout + report.stderr + report.message
+    assert hostile_markers() == []
+    assert checkout_digest() == before
+    assert connections == []
     assert_unaffected(spec, prepared, warm, tmp_path)
 
 
