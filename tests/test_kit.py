@@ -27,7 +27,7 @@ PUBLIC = [t.name for t in SPEC.templates if t.settings["visibility"] == "public"
 HIDDEN = [t.name for t in SPEC.templates if t.settings["visibility"] != "public"]
 TOP = "mlm-tied-head-kit"
 GRADER_MODULES = [
-    *(f"grader/{name}.py" for name in ("__init__", "cases", "compare", "diagnosis", "expected", "judge", "policy", "protocol")),
+    *(f"grader/{name}.py" for name in ("__init__", "case", "cases", "compare", "diagnosis", "expected", "judge", "policy", "protocol")),
     *(f"grader/{name}.py" for name in ("report", "results", "spec")),
     "grader/base_policy.toml",  # the harness's base policy, which spec.py merges the package's [policy] into
     # the sandbox the kit runs: bubblewrap, else a plain process; not the uid or docker backends nor the zygote
