@@ -34,6 +34,7 @@ class Case:
     # (spec, Expected): the reference's float64 results, where drawing the case computed them to
     # check it is fair (grader/cases.py); grader/expected.py hands them out for that same spec.
     checked: tuple[Any, Any] | None = field(default=None, repr=False, compare=False)
+    unfair_draws: int = 0  # draws before this one that grader/cases.py replaced as unfair (python -m grader verify counts them)
 
     @property
     def inputs(self) -> dict[str, Tensor]:

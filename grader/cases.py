@@ -49,8 +49,9 @@ def make_case(template: CaseTemplate, seed: str, spec: Spec) -> Case:
     """One case, drawn by the package's generator (reference/<module>/generate.py) from its own
     random stream (the problem's id, the seed and the case's name): its first fair draw."""
     rng = _rng(f"{spec.id}/{seed}", template.name)
-    for _ in range(MAX_DRAWS):
+    for unfair in range(MAX_DRAWS):
         case = _drawn_case(template, rng, spec)
+        case.unfair_draws = unfair
         if case.dtype == "float64":
             return case
         expected = expected_for(case, spec)

@@ -160,8 +160,12 @@ def check_oracle(spec: Spec, seeds: tuple[str, ...], findings: Findings) -> None
         return findings.fail("oracle", f"{spec.module}.oracle has no oracle() ({error}): write an independent implementation there")
     reference = reference_function(spec)
     worst: dict[str, float] = {}
+    float32_cases, redrawn = 0, []
     for seed in seeds:
         for case in make_cases(spec, seed):
+            float32_cases += case.dtype != "float64"
+            if case.unfair_draws:
+                redrawn.append(f"{case.name} on {seed} ({case.unfair_draws} unfair draw{'s' * (case.unfair_draws != 1)})")
             args = float64_args(case)
             with torch.no_grad():
                 ours = as_outputs(reference(*args.values()), spec)
@@ -174,6 +178,7 @@ def check_oracle(spec: Spec, seeds: tuple[str, ...], findings: Findings) -> None
                 scale = max(a.abs().max().item() if a.numel() else 0.0, declared.scale_floor)
                 error = (a - b).abs().max().item() / scale if a.numel() and scale > 0 else 0.0
                 worst[case.family] = max(worst.get(case.family, 0.0), error)
+    _fairness(float32_cases, redrawn, seeds, findings)
     allowed = ORACLE_AGREEMENT * spec.tolerance["float64"]
     bad = {family: error for family, error in worst.items() if not error <= allowed}
     shown = ", ".join(f"{family} {error:.1e}" for family, error in sorted(worst.items()))
@@ -181,6 +186,17 @@ def check_oracle(spec: Spec, seeds: tuple[str, ...], findings: Findings) -> None
         findings.fail("oracle", f"the reference and the oracle disagree beyond {allowed:.0e} of the scale in float64: {shown}")
     else:
         findings.ok("oracle", f"the reference agrees with the oracle in float64 on every case of {_seeds(seeds)} (worst relative error by family: {shown})")
+
+
+def _fairness(float32_cases: int, redrawn: list[str], seeds: tuple[str, ...], findings: Findings) -> None:
+    """How many float32 cases were drawn again because even the reference, in float32, erred near
+    the tolerance (grader/cases.py): the author's measure of a family's conditioning."""
+    if not redrawn:
+        return findings.ok("fairness", f"all {float32_cases} float32 cases of {_seeds(seeds)} fair at the first draw")
+    text = f"{len(redrawn)} of {float32_cases} float32 cases of {_seeds(seeds)} drawn again (unfair draws replaced): {', '.join(redrawn)}"
+    if len(redrawn) * 10 > float32_cases:
+        return findings.fail("fairness", f"{text}; so many say the family's data is ill-conditioned: change its settings or widen its tolerance")
+    findings.ok("fairness", text)
 
 
 # -- 3. the example submissions -----------------------------------------------------------------
