@@ -191,7 +191,7 @@ def test_help_names_the_exit_codes():
 
 
 def test_strict_isolation_refuses_without_bubblewrap():
-    result = run_grader(str(CORRECT), "--isolation", "strict", env={"PATH": "/nonexistent"})
+    result = run_grader(str(CORRECT), "--isolation", "strict", env={"PATH": "/nonexistent"}, fresh=True)  # a process finds bwrap once
     assert result.returncode == 2 and "--isolation strict needs bubblewrap" in result.stderr
 
 
@@ -233,18 +233,19 @@ def test_an_empty_seed_is_a_usage_error(how):
 
 def test_a_secret_seed_is_never_left_to_the_process_backend_silently():
     no_walls = {"PATH": "/nonexistent"}  # neither bwrap nor setpriv: auto would fall back to process
-    refused = run_grader(str(CORRECT), "--json", env={**no_walls, "MLM_GRADER_SEED": "keep-it-secret"})
+    # New processes: each works out once which sandbox its PATH offers.
+    refused = run_grader(str(CORRECT), "--json", env={**no_walls, "MLM_GRADER_SEED": "keep-it-secret"}, fresh=True)
     assert refused.returncode == 2 and refused.stdout == ""
     assert "no isolation that keeps it from the submission works here" in refused.stderr and "Install bubblewrap" in refused.stderr
-    flagged = run_grader(str(CORRECT), "--json", "--seed", "keep-it-secret", env=no_walls)
+    flagged = run_grader(str(CORRECT), "--json", "--seed", "keep-it-secret", env=no_walls, fresh=True)
     assert flagged.returncode == 2 and "no isolation that keeps it" in flagged.stderr
 
-    explicit = run_grader(str(CORRECT), "--json", "--isolation", "process", env={**no_walls, "MLM_GRADER_SEED": "keep-it-secret"})
+    explicit = run_grader(str(CORRECT), "--json", "--isolation", "process", env={**no_walls, "MLM_GRADER_SEED": "keep-it-secret"}, fresh=True)
     assert explicit.returncode == 0
     assert "a secret seed is not protected" in json.loads(explicit.stdout)["isolation"]
     assert "does not keep the secret seed from the submission" in explicit.stderr
 
-    unseeded = run_grader(str(CORRECT), "--json", env=no_walls)  # the fixed local seed has nothing to protect
+    unseeded = run_grader(str(CORRECT), "--json", env=no_walls, fresh=True)  # the fixed local seed has nothing to protect
     assert unseeded.returncode == 0 and json.loads(unseeded.stdout)["isolation"].startswith("process")
 
 
