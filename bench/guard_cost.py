@@ -1,7 +1,9 @@
 """What the in-process walls cost a submission: the hidden cases of one file run as the child runs
 them (grader/child/runner.py's load_submission and run_case, then a read of the guard's record),
-as plain Python, with the capability layer's rewrite (grader/child/restricted.py), and with the
-runtime guard armed too (grader/child/guard.py), side by side, alternately, REPEATS times each.
+as plain Python, with the capability layer's rewrite (grader/child/restricted.py), with the
+runtime guard armed too (grader/child/guard.py), and, as an experiment that is no product path,
+with the guard armed but its profile function never installed (what that function costs), side by
+side, alternately, REPEATS times each.
 Arming cannot be undone, so each measurement is a process of its own; each runs the cases twice
 and times the second pass. Usage:
 
@@ -33,6 +35,10 @@ guard = Guard(spec.policy["forbidden_functions"], spec.policy["forbidden_operato
 config = {{key: spec.policy[key] for key in CHILD_POLICY}} | {{"submission": path}}
 capabilities = restricted.Capabilities(config, guard.refuse) if {restricted!r} else None
 if {armed!r}:
+    if {no_profile!r}:  # the experiment: the profile function is handed to a holder, never installed
+        _held = {{}}
+        sys.setprofile = lambda function: _held.__setitem__(0, function)
+        sys.getprofile = lambda: _held.get(0)
     guard.arm(protect=[runner, wire, restricted])
 with open(path, "rb") as f:
     module = runner.load_submission(path, hashlib.sha256(f.read()).hexdigest(), capabilities)
@@ -47,15 +53,17 @@ for _ in range(2):
 print(json.dumps({{"run": run, "read": read, "cases": len(requests), "found": guard.findings()}}))
 """
 
-SETTINGS = {  # name -> (the capability layer's rewrite, the guard armed)
-    "plain Python": (False, False),
-    "capability layer": (True, False),
-    "capability layer and guard (the child)": (True, True),
+SETTINGS = {  # name -> (the capability layer's rewrite, the guard armed, its profile function left out)
+    "plain Python": (False, False, False),
+    "capability layer": (True, False, False),
+    "capability layer and guard (the child)": (True, True, False),
+    # Not a product path: what the guard's profile function costs, the rest of the guard armed.
+    "the same, the profile function left out": (True, True, True),
 }
 
 
-def measure(submission: str, restricted: bool, armed: bool) -> dict:
-    script = MEASURE.format(root=str(ROOT), submission=submission, restricted=restricted, armed=armed)
+def measure(submission: str, restricted: bool, armed: bool, no_profile: bool) -> dict:
+    script = MEASURE.format(root=str(ROOT), submission=submission, restricted=restricted, armed=armed, no_profile=no_profile)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
     return json.loads(result.stdout.splitlines()[-1])
 
@@ -65,9 +73,9 @@ def main() -> None:
     submission = str((ROOT / (sys.argv[2] if len(sys.argv) > 2 else "reference/mlm_forward_tied/submissions/accepted/plain_helpers.py")).resolve())
     runs: dict[str, list[dict]] = {name: [] for name in SETTINGS}
     for _ in range(repeats):
-        for name, (restricted, armed) in SETTINGS.items():
-            runs[name].append(measure(submission, restricted, armed))
-    found = [m["found"] for ms in runs.values() for m in ms if m["found"]]
+        for name, (restricted, armed, no_profile) in SETTINGS.items():
+            runs[name].append(measure(submission, restricted, armed, no_profile))
+    found = [m["found"] for name, ms in runs.items() for m in ms if m["found"] and not SETTINGS[name][2]]
     if found:
         raise SystemExit(f"refused {submission}: {found[0]}")
     cases = runs["plain Python"][0]["cases"]
