@@ -31,9 +31,10 @@ class Case:
     differentiable: tuple[str, ...] = ()  # the tensor arguments whose gradient is checked
     output_shapes: tuple[tuple[int, ...], ...] = ()  # the shape each output must have
     returns: str = "tensor"  # the spec's: one tensor, or a "tuple" of len(output_shapes)
-    # (spec, Expected): the reference's float64 results, where drawing the case computed them to
-    # check it is fair (grader/cases.py); grader/expected.py hands them out for that same spec.
-    checked: tuple[Any, Any] | None = field(default=None, repr=False, compare=False)
+    # (spec, args, Expected): the reference's float64 results, where drawing the case computed them to
+    # check it is fair (grader/cases.py); grader/expected.py hands them out for that same spec and
+    # the same arguments (not to a copy made with other arguments by dataclasses.replace).
+    checked: tuple[Any, Any, Any] | None = field(default=None, init=False, repr=False, compare=False)
     unfair_draws: int = 0  # draws before this one that grader/cases.py replaced as unfair (python -m grader verify counts them)
 
     @property

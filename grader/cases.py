@@ -56,7 +56,7 @@ def make_case(template: CaseTemplate, seed: str, spec: Spec) -> Case:
             return case
         expected = expected_for(case, spec)
         if rounding_ratio(case, expected, spec) <= FAIR_SHARE:
-            case.checked = spec, expected
+            case.checked = spec, case.args, expected
             return case
     raise SetupError(
         f"the generator of {spec.id} drew case {template.name} {MAX_DRAWS} times and the reference itself, computing in "

@@ -544,7 +544,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: list[str], out: TextIO = sys.stdout) -> int:
+def main(argv: list[str], out: TextIO | None = None) -> int:
+    out = out or sys.stdout  # read at the call: a caller may have replaced sys.stdout since the import
     args = parse_args(argv)
     if (args.problem is None) == (args.spec is None):
         print("grader verify: give the challenge's ID (python -m grader problems lists them), or --spec FILE", file=sys.stderr)

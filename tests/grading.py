@@ -15,8 +15,10 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -117,82 +119,115 @@ def uid_backend_problem() -> str:
     return subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60).stdout
 
 
+# What a forked grader may be given in its environment: what the grader reads when it runs. Any other
+# variable (PATH, say) may have been read once already by this process, so a new interpreter runs.
+READ_AT_RUN_TIME = frozenset({"MLM_GRADER_SEED", "MLM_GRADER_PROBLEM", "MLM_GRADER_ISOLATION", "MLM_GRADER_SUBMISSION"})
+_FORKING = threading.Lock()  # one fork at a time: no grader inherits another call's pipes
+
+
 def run_grader(*args: str, env: dict | None = None, timeout: float = 300, fresh: bool = False) -> subprocess.CompletedProcess:
     """`python -m grader ARGS` from the checkout: its exit status, stdout and stderr (text).
 
     Run in a fork of this test process, which has torch and the grader imported already: the same
     entry point (grader/__main__.py's), arguments, environment, folder and standard streams as a new
-    interpreter, without the 2 s or so that one spends importing torch, which most of the suite's
-    command-line tests would spend again. fresh=True starts a new interpreter, for tests of the
-    process itself (its command line, its initial environment) or of what a process works out once
-    (which sandbox exists on this PATH)."""
-    if fresh:
+    interpreter, torch's default number of threads and Python's default warnings, without the 2 s
+    or so that a new interpreter spends importing torch, which most of the suite's command-line tests
+    would spend again. A new interpreter runs instead where fresh=True (tests of the process itself:
+    its command line, its initial environment), where env sets a variable the grader may have read
+    before the fork (READ_AT_RUN_TIME lists the others), and from any thread but the main one."""
+    if fresh or set(env or {}) - READ_AT_RUN_TIME or threading.current_thread() is not threading.main_thread():
         return subprocess.run(
             [sys.executable, "-m", "grader", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
         )
     return _forked_grader(list(args), {**os.environ, **(env or {})}, timeout)
 
 
-def _forked_grader(args: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
-    from grader import cli  # imported here, before the fork, once per test process
+def _in_the_fork(args: list[str], env: dict[str, str], out_write: int, err_write: int, others: tuple[int, ...]) -> NoReturn:
+    """The grader's process: it never returns into pytest."""
+    status = 1
+    try:
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        for source, target in ((devnull, 0), (out_write, 1), (err_write, 2)):
+            os.dup2(source, target)
+        for fd in (devnull, out_write, err_write, *others):
+            os.close(fd)
+        os.chdir(ROOT)
+        os.environ.clear()
+        os.environ.update(env)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        import torch
 
-    out_read, out_write = os.pipe()
-    err_read, err_write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the grader's process: it never returns into pytest
-        status = 1
+        from tests.conftest import DEFAULT_THREADS
+
+        torch.set_num_threads(DEFAULT_THREADS)
+        # A new interpreter's warnings: its default filters, printed on stderr (pytest records them).
+        warnings.resetwarnings()
+        for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+            warnings.simplefilter("ignore", category)
+        warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
+        warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: sys.stderr.write(
+            warnings.formatwarning(message, category, filename, lineno, line)
+        )
+        # As a new interpreter's: stdout strict, stderr line-buffered with backslash escapes.
+        sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 - the process ends with os._exit
+        sys.stderr = open(2, "w", buffering=1, errors="backslashreplace", closefd=False)  # noqa: SIM115
+        sys.argv = [str(ROOT / "grader" / "__main__.py"), *args]
+        from grader import cli
+
+        cli.entry_point()  # ends the process with os._exit
+    except SystemExit as stop:  # argparse's usage errors
+        status = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
+        if isinstance(stop.code, str):
+            print(stop.code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001 - as an uncaught exception ends a new interpreter
+        traceback.print_exc()
+    finally:
         try:
-            devnull = os.open(os.devnull, os.O_RDONLY)
-            for source, target in ((devnull, 0), (out_write, 1), (err_write, 2)):
-                os.dup2(source, target)
-            for fd in (devnull, out_read, out_write, err_read, err_write):
-                os.close(fd)
-            os.chdir(ROOT)
-            os.environ.clear()
-            os.environ.update(env)
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            # As a new interpreter's: stdout strict, stderr line-buffered with backslash escapes.
-            sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 - the process ends with os._exit
-            sys.stderr = open(2, "w", buffering=1, errors="backslashreplace", closefd=False)  # noqa: SIM115
-            sys.argv = [str(ROOT / "grader" / "__main__.py"), *args]
-            cli.entry_point()  # ends the process with os._exit
-        except SystemExit as stop:  # argparse's usage errors
-            status = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
-            if isinstance(stop.code, str):
-                print(stop.code, file=sys.stderr)
-        except BaseException:  # noqa: BLE001 - as an uncaught exception ends a new interpreter
-            traceback.print_exc()
+            sys.stdout.flush()
+            sys.stderr.flush()
         finally:
-            try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-            finally:
-                os._exit(status)
-    os.close(out_write)
-    os.close(err_write)
+            os._exit(status)
+
+
+def _forked_grader(args: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    from grader import cli  # noqa: F401 - imported before the fork, once per test process
+
+    command = ["python", "-m", "grader", *args]
+    with _FORKING:
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            _in_the_fork(args, env, out_write, err_write, (out_read, err_read))
+        os.close(out_write)
+        os.close(err_write)
     chunks: dict[int, list[bytes]] = {out_read: [], err_read: []}
-    deadline = time.monotonic() + timeout
-    with selectors.DefaultSelector() as reading:
+    reaped = False
+    try:
+        deadline = time.monotonic() + timeout
+        with selectors.DefaultSelector() as reading:
+            for fd in chunks:
+                reading.register(fd, selectors.EVENT_READ)
+            while reading.get_map():
+                if time.monotonic() > deadline:
+                    raise subprocess.TimeoutExpired(command, timeout)
+                for key, _ in reading.select(deadline - time.monotonic()):
+                    if data := os.read(key.fd, 1 << 16):
+                        chunks[key.fd].append(data)
+                    else:
+                        reading.unregister(key.fd)
+        _, wait_status = os.waitpid(pid, 0)
+        reaped = True
+    finally:
+        if not reaped:  # a time-out or an interrupt: as subprocess.run, the process is killed and reaped
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
         for fd in chunks:
-            reading.register(fd, selectors.EVENT_READ)
-        while reading.get_map():
-            if time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                for fd in chunks:
-                    os.close(fd)
-                raise subprocess.TimeoutExpired(["python", "-m", "grader", *args], timeout)
-            for key, _ in reading.select(deadline - time.monotonic()):
-                if data := os.read(key.fd, 1 << 16):
-                    chunks[key.fd].append(data)
-                else:
-                    reading.unregister(key.fd)
-                    os.close(key.fd)
-    _, wait_status = os.waitpid(pid, 0)
+            os.close(fd)
     # Decoded as subprocess.run(text=True) decodes: the locale's encoding, strict, universal newlines.
     stdout, stderr = (io.TextIOWrapper(io.BytesIO(b"".join(chunks[fd])), encoding=locale.getpreferredencoding(False)).read() for fd in (out_read, err_read))
-    return subprocess.CompletedProcess(["python", "-m", "grader", *args], os.waitstatus_to_exitcode(wait_status), stdout, stderr)
+    return subprocess.CompletedProcess(command, os.waitstatus_to_exitcode(wait_status), stdout, stderr)
 
 
 def grade_json(*args: str, env: dict | None = None) -> tuple[dict, int]:

@@ -9,7 +9,17 @@ import pytest
 
 GRADER = Path(__file__).resolve().parents[1] / "grader"
 ENTRY_POINTS = {"grader.cli", "grader.api", "grader.merge", "grader.batch.command", "grader.catalog", "grader.verify", "grader.__main__"}
-DECIDING = {"grader.cases", "grader.expected", "grader.compare", "grader.diagnosis", "grader.results", "grader.report", "grader.policy", "grader.spec"}
+DECIDING = {
+    "grader.case",
+    "grader.cases",
+    "grader.expected",
+    "grader.compare",
+    "grader.diagnosis",
+    "grader.results",
+    "grader.report",
+    "grader.policy",
+    "grader.spec",
+}
 
 
 def module_name(path: Path) -> str:
