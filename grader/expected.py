@@ -34,12 +34,7 @@ def expected_for(case: Case, spec: Spec | None = None) -> Expected:
     spec = spec or load_spec()
     if case.checked is not None and case.checked[0] is spec and case.checked[1] is case.args:
         return case.checked[2]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return _expected_for(case, spec)
-    finally:
-        torch.set_num_threads(threads)
+    return _run_reference(case, spec, float64_args(case), tuple(u.to(torch.float64) for u in case.upstream))
 
 
 def rounding_ratio(case: Case, expected: Expected, spec: Spec) -> float:
@@ -49,27 +44,17 @@ def rounding_ratio(case: Case, expected: Expected, spec: Spec) -> float:
     tens with two nearly equal maxima, a layer norm of two nearly equal features); 0 for float64."""
     if case.dtype == "float64":
         return 0.0
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        args = {name: value.detach().clone() if isinstance(value, Tensor) else value for name, value in case.args.items()}
-        for name in case.differentiable:
-            args[name].requires_grad_(True)
-        outputs = as_outputs(reference_function(spec)(*args.values()), spec)
-        ratios = [
-            compare_values(want, got, spec.output_tolerance(declared, case.family, case.dtype), False, declared.scale_floor).ratio
-            if got.is_floating_point()
-            else 0.0 if torch.equal(want, got) else math.inf  # an exact output: the judge compares it bit for bit
-            for declared, want, got in zip(spec.outputs, expected.outputs, outputs, strict=True)
-        ]
-        if case.differentiable:
-            _, gradient_tolerance = spec.tolerances(case.family, case.dtype)
-            found = vector_jacobian(outputs, [args[name] for name in case.differentiable], case.upstream)
-            for name, grad in zip(case.differentiable, found, strict=True):
-                ratios.append(compare_values(expected.grads[name], torch.zeros_like(args[name]) if grad is None else grad, gradient_tolerance, False).ratio)
-        return max(ratios, default=0.0)
-    finally:
-        torch.set_num_threads(threads)
+    own = {name: value.detach().clone() if isinstance(value, Tensor) else value for name, value in case.args.items()}
+    ran = _run_reference(case, spec, own, case.upstream)
+    ratios = [
+        compare_values(want, got, spec.output_tolerance(declared, case.family, case.dtype), False, declared.scale_floor).ratio
+        if got.is_floating_point()
+        else 0.0 if torch.equal(want, got) else math.inf  # an exact output: the judge compares it bit for bit
+        for declared, want, got in zip(spec.outputs, expected.outputs, ran.outputs, strict=True)
+    ]
+    _, gradient_tolerance = spec.tolerances(case.family, case.dtype)
+    ratios += [compare_values(expected.grads[name], grad, gradient_tolerance, False).ratio for name, grad in ran.grads.items()]
+    return max(ratios, default=0.0)
 
 
 def reference_function(spec: Spec):  # noqa: ANN201 - the package's own callable
@@ -87,20 +72,26 @@ def as_outputs(result: object, spec: Spec) -> tuple[Tensor, ...]:
     return tuple(result) if spec.returns == "tuple" else (result,)  # type: ignore[arg-type]
 
 
-def _expected_for(case: Case, spec: Spec) -> Expected:
-    args = float64_args(case)
-    for name in case.differentiable:
-        args[name].requires_grad_(True)
-    outputs = as_outputs(reference_function(spec)(*args.values()), spec)
-    shapes = tuple(tuple(output.shape) for output in outputs)
-    if shapes != case.output_shapes:
-        raise SetupError(f"the reference of {spec.id} returns shapes {shapes} for case {case.name}, whose generator promised {case.output_shapes}")
-    grads: dict[str, Tensor] = {}
-    if case.differentiable:
-        wrt = [args[name] for name in case.differentiable]
-        found = vector_jacobian(outputs, wrt, tuple(u.to(torch.float64) for u in case.upstream))
-        grads = {name: torch.zeros_like(args[name]).detach() if grad is None else grad for name, grad in zip(case.differentiable, found, strict=True)}
-    return Expected(outputs=tuple(o.detach() for o in outputs), grads=grads)
+def _run_reference(case: Case, spec: Spec, args: dict[str, object], upstream: tuple[Tensor, ...]) -> Expected:
+    """The reference on `args` (copies of the case's arguments, the caller's to change) and, where
+    the case checks gradients, the vector-Jacobian product with `upstream`; on one thread."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for name in case.differentiable:
+            args[name].requires_grad_(True)  # type: ignore[union-attr]
+        outputs = as_outputs(reference_function(spec)(*args.values()), spec)
+        shapes = tuple(tuple(output.shape) for output in outputs)
+        if shapes != case.output_shapes:
+            raise SetupError(f"the reference of {spec.id} returns shapes {shapes} for case {case.name}, whose generator promised {case.output_shapes}")
+        grads: dict[str, Tensor] = {}
+        if case.differentiable:
+            wrt = [args[name] for name in case.differentiable]
+            found = vector_jacobian(outputs, wrt, upstream)
+            grads = {name: torch.zeros_like(args[name]).detach() if grad is None else grad for name, grad in zip(case.differentiable, found, strict=True)}  # type: ignore[arg-type]
+        return Expected(outputs=tuple(o.detach() for o in outputs), grads=grads)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def public_case_file(case: Case, expected: Expected, spec: Spec) -> dict[str, object]:

@@ -20,7 +20,6 @@ each, and the forbidden uses there. Where it cannot run, every file is graded he
 """
 
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from grader.formats.json import to_json
 from grader.sandbox.bubblewrap import bubblewrap_works
 from grader.sandbox.zygote import zygote_problem
 from grader.spec import load_spec
+from grader.verify import EVERY_WALL
 from tests.grading import SUBMISSIONS, checkout_digest, fast_spec, hostile_markers, listening_on_loopback, shared_once
 
 HOSTILE = sorted(SUBMISSIONS.glob("*/hostile_*.py"))
@@ -70,7 +70,7 @@ def their_cgroups(name: str) -> list[Path]:
 
 def verdict_with_every_wall(path: Path) -> str:
     """forbidden_api, unless the file names another (an attack no in-process rule can see)."""
-    found = re.search(r"^# every wall: (\w+)$", path.read_text(), re.MULTILINE)
+    found = EVERY_WALL.search(path.read_text())
     return found.group(1) if found else "forbidden_api"
 
 
