@@ -20,7 +20,7 @@ from grader import judge
 from grader.batch.schedule import Workers
 from grader.child import walls
 from grader.sandbox import boxes, bubblewrap, seccomp
-from grader.sandbox.zygote import Zygote, ZygoteChild, zygote_problem
+from grader.sandbox.zygote import Zygote, ZygoteChild, covered_folders, zygote_problem
 from grader.spec import load_spec
 from tests.grading import ATTACKS, SUBMISSIONS, checkout_digest, fast_spec, hostile_markers, listening_on_loopback
 from tests.test_isolation import host_sysctls, host_uids
@@ -138,7 +138,9 @@ def test_each_child_has_the_walls_and_limits_of_a_single_child(spec, prepared, w
     assert report.verdict == "accepted", report.message
     facts = json.loads(report.stdout.strip().splitlines()[-1])
     limits, mib = spec.limits, 1 << 20
-    assert facts["pid"] == 2 and facts["cwd"] == "/tmp" and facts["tmp"] == []  # pid 2 of its own namespace, as under bubblewrap
+    assert facts["pid"] == 2 and facts["cwd"] == "/tmp"  # pid 2 of its own namespace, as under bubblewrap
+    # An empty /tmp of its own, but for the Python installation where it lies below /tmp (a checkout under /tmp).
+    assert facts["tmp"] == sorted(os.path.basename(folder) for folder in covered_folders() if folder.startswith("/tmp/"))
     assert facts["tmp_mib"] == bubblewrap.TMPFS_MIB and facts["shm_mib"] == bubblewrap.SHM_MIB
     [[_, outside, count]] = facts["uid_map"]  # its own uid alone, as the server's user namespace (the host, for box uids) sees it
     assert count == 1 and outside != 0

@@ -77,7 +77,7 @@ def _child(config: dict[str, Any], fds: dict[str, int], ready: int, uid: int | N
         filename = _read_name(fds.pop("name"))
         _keep_only(fds, ready)
         keep = {fds["requests"], fds["results"], ready}
-        walls.wall_in(config["tmp_mib"], config["shm_mib"], config["submission_dir"], filename, fds["source"], keep, uid)
+        walls.wall_in(config["tmp_mib"], config["shm_mib"], config["submission_dir"], filename, fds["source"], keep, uid, config["covered"])
         walls.apply_limits(**config["limits"])
         walls.install_seccomp(bytes.fromhex(config["seccomp"]))
         os.write(ready, READY)

@@ -13,7 +13,7 @@ import ctypes
 import os
 import resource
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -175,12 +175,26 @@ def _private_tmpfs(folder: str, mib: int, mode: str = "1777") -> None:
     _check(_libc.mount(b"tmpfs", folder.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options), f"private {folder}")
 
 
-def wall_in(tmp_mib: int, shm_mib: int, submission_dir: str, filename: str, source_fd: int, keep_fds: set[int], uid: int | None = None) -> None:
+def _bind_read_only(fd: int, folder: str) -> None:
+    """The folder `fd` holds, with the mounts below it, bound at `folder`, which is made on a private
+    tmpfs; its top read-only (the mounts below are the server's read-only binds). A mount point, it
+    cannot be renamed or removed, and nothing can be made in it: the runner, which owns the private
+    tmpfs, cannot move the installation's path out of its way."""
+    os.mkdir(folder, 0o755)
+    _check(_libc.mount(f"/proc/self/fd/{fd}".encode(), folder.encode(), None, MS_BIND | MS_REC, None), f"bind {folder}")
+    _check(_libc.mount(None, folder.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None), f"read-only {folder}")
+    os.close(fd)
+
+
+def wall_in(
+    tmp_mib: int, shm_mib: int, submission_dir: str, filename: str, source_fd: int, keep_fds: set[int], uid: int | None = None, covered: Sequence[str] = ()
+) -> None:
     """Call in a freshly forked child of the server; returns in the runner (see the module's
     docstring) with the submission at submission_dir/filename, read-only, in a private folder,
     and the current directory in its private /tmp. The other two processes never return. Only the
     runner keeps keep_fds; the source descriptor is closed everywhere. uid: the child's box uid,
-    where the grader is root; None: the server's uid (the grader's)."""
+    where the grader is root; None: the server's uid (the grader's). covered: the folders right below
+    /tmp or /dev/shm that hold the Python installation, bound again, read-only, on the private ones."""
     make_undumpable()
     if uid is not None:
         become_box_uid(uid)
@@ -200,8 +214,11 @@ def wall_in(tmp_mib: int, shm_mib: int, submission_dir: str, filename: str, sour
         os._exit(_status_of(init))
     _die_with_parent(0)
     _check(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "private mounts")
+    held = [os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) for folder in covered]  # still reachable once covered
     _private_tmpfs("/tmp", tmp_mib)
     _private_tmpfs("/dev/shm", shm_mib)
+    for folder, fd in zip(covered, held, strict=True):
+        _bind_read_only(fd, folder)
     _private_tmpfs(submission_dir, 1, "0755")
     path = os.path.join(submission_dir, filename)
     with os.fdopen(source_fd, "rb") as source, open(path, "xb") as target:

@@ -67,13 +67,16 @@ def _system_binds() -> list[str]:
     return args
 
 
+def python_installations() -> list[str]:
+    """The interpreter's installation and the virtual environment (site-packages) where they lie
+    outside /usr (which every sandbox binds whole)."""
+    prefixes = {sys.base_prefix, sys.prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
+    return sorted(prefix for prefix in prefixes if not prefix.startswith("/usr"))
+
+
 def _python_binds() -> list[str]:
-    """The interpreter's installation and the virtual environment (site-packages), read-only."""
-    args = []
-    for prefix in sorted({sys.base_prefix, sys.prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}):
-        if not prefix.startswith("/usr"):
-            args += ["--ro-bind", prefix, prefix]
-    return args
+    """python_installations(), read-only."""
+    return [word for prefix in python_installations() for word in ("--ro-bind", prefix, prefix)]
 
 
 def _parent_dirs(paths: list[str]) -> list[str]:

@@ -1,13 +1,15 @@
 """Pool attack: looks at its own walls from inside and tries to get out of them (a new user or
 mount namespace, a mount, an unmount of its /tmp, a network socket, a write to /proc); prints what
 it found as one JSON line (the test compares the limits with the spec) and fails the grading if any
-wall is missing, or if its uid outside its user namespace is root's."""
+wall is missing, or if its uid outside its user namespace is root's, or if it can change the
+Python installation or the folders above it."""
 
 import ctypes
 import json
 import os
 import resource
 import socket
+import sys
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
@@ -35,6 +37,23 @@ try:
     problems.append("could write to its own file")
 except OSError:
     pass
+# The Python installation and the folders above it, which the child binds again on its private /tmp
+# where they lie there: nothing can be made in them, and none can be moved out of the way.
+folder = sys.prefix
+while folder not in ("/", "/tmp", "/dev/shm", "/dev"):
+    try:
+        os.close(os.open(os.path.join(folder, "walls-hold-probe"), os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+        os.unlink(os.path.join(folder, "walls-hold-probe"))
+        problems.append(f"made a file in {folder}")
+    except OSError:
+        pass
+    try:
+        os.rename(folder, folder + "-moved")
+        os.rename(folder + "-moved", folder)
+        problems.append(f"moved {folder}")
+    except OSError:
+        pass
+    folder = os.path.dirname(folder)
 with open("/proc/self/uid_map") as f:
     uid_map = [[int(field) for field in line.split()] for line in f]
 uid = os.getuid()
