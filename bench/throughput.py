@@ -70,7 +70,7 @@ def plain_entry_points(files: list[Path]) -> list[Callable]:
     """Each file's entry point, the file run as plain Python (no capability layer, no guard), as
     the child's load_submission does when it is told so."""
     from grader.child import runner
-    from grader.spec import DEFAULT_PROBLEM, load_spec
+    from grader.spec import load_spec
 
     entry = load_spec().entry_point
     functions = []
@@ -155,7 +155,7 @@ def measure(rounds: int) -> None:
     import torch
 
     from grader.judge import prepare
-    from grader.spec import DEFAULT_PROBLEM, load_spec
+    from grader.spec import load_spec
 
     torch.set_num_threads(1)  # as in the child
     spec = load_spec()
@@ -310,7 +310,7 @@ def transfer_seconds(cases: list, replies: dict[str, tuple[dict, dict]]) -> floa
     encoded (the grader), each answer encoded (the child) and read back, checked (the grader)."""
     from grader import protocol
     from grader.child import wire
-    from grader.spec import DEFAULT_PROBLEM, load_spec
+    from grader.spec import load_spec
 
     spec = load_spec()
     started = time.perf_counter()
