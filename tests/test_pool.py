@@ -140,7 +140,13 @@ def test_each_child_has_the_walls_and_limits_of_a_single_child(spec, prepared, w
     limits, mib = spec.limits, 1 << 20
     assert facts["pid"] == 2 and facts["cwd"] == "/tmp"  # pid 2 of its own namespace, as under bubblewrap
     # An empty /tmp of its own, but for the Python installation where it lies below /tmp (a checkout under /tmp).
-    assert facts["tmp"] == sorted(os.path.basename(folder) for folder in covered_folders() if folder.startswith("/tmp/"))
+    # There, only what bubblewrap binds for the server: the installation, not the rest of the checkout.
+    covered = [folder for folder in covered_folders() if folder.startswith("/tmp/")]
+    assert facts["tmp"] == sorted(os.path.basename(folder) for folder in covered)
+    for folder in map(Path, covered):
+        inside = [prefix for prefix in map(Path, bubblewrap.python_installations()) if prefix.is_relative_to(folder)]
+        if folder not in inside:  # (an installation right below /tmp is shown whole)
+            assert facts["below_tmp"][folder.name] == sorted({prefix.relative_to(folder).parts[0] for prefix in inside}), facts["below_tmp"]
     assert facts["tmp_mib"] == bubblewrap.TMPFS_MIB and facts["shm_mib"] == bubblewrap.SHM_MIB
     [[_, outside, count]] = facts["uid_map"]  # its own uid alone, as the server's user namespace (the host, for box uids) sees it
     assert count == 1 and outside != 0

@@ -80,6 +80,7 @@ facts = {
     "cwd": os.getcwd(),
     "uid_map": uid_map,
     "tmp": sorted(os.listdir("/tmp")),
+    "below_tmp": {name: sorted(os.listdir(os.path.join("/tmp", name))) for name in os.listdir("/tmp")},
     "tmp_mib": size_mib("/tmp"),
     "shm_mib": size_mib("/dev/shm"),
     "limits": {name: resource.getrlimit(getattr(resource, f"RLIMIT_{name}")) for name in ("CPU", "AS", "FSIZE", "NOFILE", "CORE")},
