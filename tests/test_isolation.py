@@ -10,6 +10,7 @@ import pwd
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -86,7 +87,9 @@ def test_bubblewrap_sizes_every_tmpfs_and_makes_the_root_read_only_after_the_las
     for i in mounts:
         if command[i] == "--tmpfs":
             assert command[i - 2] == "--size", f"{command[i + 1]} has no size"
-    assert command[mounts[-1] + 3 : mounts[-1] + 11] == ["--remount-ro", "/dev", "--remount-ro", "/dev/pts", "--remount-ro", "/proc", "--remount-ro", "/"]
+    covered = [word for folder in bubblewrap.covered_folders() for word in ("--remount-ro", folder)]  # (a checkout under /tmp)
+    last = ["--remount-ro", "/dev", "--remount-ro", "/dev/pts", "--remount-ro", "/proc", "--remount-ro", "/"]
+    assert command[mounts[-1] + 3 : mounts[-1] + 11 + len(covered)] == covered + last
 
 
 @contextlib.contextmanager
@@ -163,6 +166,49 @@ def test_inside_bubblewrap_only_the_sized_tmp_and_dev_shm_take_writes(tmp_path):
             assert sized or fs_type in ("proc", "devpts") or target in ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"), (
                 target
             )
+
+
+INSTALLATION_PROBE = """
+import json, os, sys
+top, installation = sys.argv[1], sys.argv[2]
+tried = {}
+for name, attempt in [
+    ("make a file in the folder", lambda: open(os.path.join(top, "made"), "x").close()),
+    ("make a file in the installation", lambda: open(os.path.join(installation, "made"), "x").close()),
+    ("move the folder", lambda: os.rename(top, top + "-moved")),
+    ("remove the folder", lambda: os.rmdir(top)),
+    ("change the folder's mode", lambda: os.chmod(top, 0o777)),
+]:
+    try:
+        attempt()
+        tried[name] = "done"
+    except OSError as error:
+        tried[name] = error.strerror
+mounts = {line.split()[4]: line.split()[5].split(",") for line in open("/proc/self/mountinfo")}
+print(json.dumps({"tried": tried, "tmp": sorted(os.listdir("/tmp")), "top": sorted(os.listdir(top)), "mounted": mounts.get(top)}))
+"""
+
+
+@needs_bubblewrap
+def test_an_installation_under_tmp_is_a_read_only_mount_point_the_child_cannot_move_or_write_in(tmp_path, monkeypatch):
+    # As a checkout and its .venv under /tmp: the child's private /tmp would cover them, and a child
+    # that owned the folders bubblewrap makes could move them and put its own torch in their place.
+    with tempfile.TemporaryDirectory(dir="/tmp", prefix="mlm-grader-installation-") as top:
+        installation = Path(top, "clone", ".venv")
+        installation.mkdir(parents=True)
+        (Path(top) / "reference.py").write_text("hidden = True\n")  # beside the installation, as a checkout's hidden files are
+        real = bubblewrap.python_installations()
+        monkeypatch.setattr(bubblewrap, "python_installations", lambda: [*real, str(installation)])
+        assert top in bubblewrap.covered_folders()
+        code = INSTALLATION_PROBE.replace("sys.argv[1], sys.argv[2]", f"{top!r}, {str(installation)!r}")
+        report = json.loads(run_in_sandbox(tmp_path, code))
+        assert not any(outcome == "done" for outcome in report["tried"].values()), report
+        # A read-only mount point of its own: what holds where the child's uid owns the private /tmp
+        # (a grader that is not root), not only where the folder is root's and /tmp sticky.
+        assert report["mounted"] and "ro" in report["mounted"], report
+        assert report["top"] == ["clone"]  # the installation's path alone, not what lies beside it
+        assert report["tmp"] == sorted(os.path.basename(folder) for folder in bubblewrap.covered_folders() if folder.startswith("/tmp/"))
+        assert sorted(os.listdir(top)) == ["clone", "reference.py"] and not (installation / "made").exists()
 
 
 def cgroups_available() -> bool:

@@ -20,7 +20,7 @@ from grader import judge
 from grader.batch.schedule import Workers
 from grader.child import walls
 from grader.sandbox import boxes, bubblewrap, seccomp
-from grader.sandbox.zygote import Zygote, ZygoteChild, covered_folders, zygote_problem
+from grader.sandbox.zygote import Zygote, ZygoteChild, zygote_problem
 from grader.spec import load_spec
 from tests.grading import ATTACKS, SUBMISSIONS, checkout_digest, fast_spec, hostile_markers, listening_on_loopback
 from tests.test_isolation import host_sysctls, host_uids
@@ -141,7 +141,7 @@ def test_each_child_has_the_walls_and_limits_of_a_single_child(spec, prepared, w
     assert facts["pid"] == 2 and facts["cwd"] == "/tmp"  # pid 2 of its own namespace, as under bubblewrap
     # An empty /tmp of its own, but for the Python installation where it lies below /tmp (a checkout under /tmp).
     # There, only what bubblewrap binds for the server: the installation, not the rest of the checkout.
-    covered = [folder for folder in covered_folders() if folder.startswith("/tmp/")]
+    covered = [folder for folder in bubblewrap.covered_folders() if folder.startswith("/tmp/")]
     assert facts["tmp"] == sorted(os.path.basename(folder) for folder in covered)
     for folder in map(Path, covered):
         inside = [prefix for prefix in map(Path, bubblewrap.python_installations()) if prefix.is_relative_to(folder)]

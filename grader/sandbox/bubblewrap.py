@@ -79,6 +79,30 @@ def _python_binds() -> list[str]:
     return [word for prefix in python_installations() for word in ("--ro-bind", prefix, prefix)]
 
 
+def covered_folders() -> list[str]:
+    """The folders right below /tmp or /dev/shm that hold the Python installation (a checkout and
+    its .venv under /tmp), which a child's private /tmp and /dev/shm would otherwise cover. Each
+    child gets them as read-only mount points holding only the installation: it cannot move them,
+    make anything in them or put its own files in the installation's place (the runtime guard knows
+    torch's code by the path it was loaded from)."""
+    found = set()
+    for prefix in map(Path, python_installations()):
+        for top in (Path("/tmp"), Path("/dev/shm")):
+            if prefix.is_relative_to(top) and prefix != top:
+                found.add(str(top / prefix.relative_to(top).parts[0]))
+    return sorted(found)
+
+
+def _covered_mounts() -> list[str]:
+    """A small tmpfs for each covered folder (made read-only once the installation is bound in it,
+    _covered_read_only): a mount point, which the child's own /tmp cannot rename or remove."""
+    return [word for folder in covered_folders() for word in ("--perms", "0755", "--size", str(MIB), "--tmpfs", folder)]
+
+
+def _covered_read_only() -> list[str]:
+    return [word for folder in covered_folders() for word in ("--remount-ro", folder)]
+
+
 def _parent_dirs(paths: list[str]) -> list[str]:
     """--dir for every missing parent folder of `paths`, made 0755 before anything is mounted below
     it: bwrap makes the parents it needs 0700 (root's), which a box uid could not pass through."""
@@ -140,10 +164,12 @@ def bubblewrap_command(command: list[str], kit: Path, submission_dir: Path | Non
         "--dev", "/dev",
         "--chmod", "0000", "/dev/pts/ptmx",  # no new pseudo-terminal: a computation has no use for one
         *shm,
+        *([] if server else _covered_mounts()),  # (the server's /tmp is a read-only folder of the root)
         *_parent_dirs(destinations),
         *binds,
         # Last, once every mount point exists: the tmpfs that bwrap builds the root from, and the
         # one under /dev, have no size; read-only, they hold nothing. /tmp and /dev/shm stay writable.
+        *([] if server else _covered_read_only()),
         "--remount-ro", "/dev",
         "--remount-ro", "/dev/pts",
         *([] if server else ["--remount-ro", "/proc"]),  # /proc/sys, /proc/pressure, other processes' attr files...

@@ -26,7 +26,7 @@ from typing import Any
 from grader.sandbox import IsolationUnavailable
 from grader.sandbox.backends import backend_named
 from grader.sandbox.boxes import BOX_UID_BASE, BOX_UIDS, BoxUid, give_pipes, take_box_uid
-from grader.sandbox.bubblewrap import SANDBOX_KIT, SANDBOX_SUBMISSION, SHM_MIB, TMPFS_MIB, bubblewrap_command, bubblewrap_works, python_installations
+from grader.sandbox.bubblewrap import SANDBOX_KIT, SANDBOX_SUBMISSION, SHM_MIB, TMPFS_MIB, bubblewrap_command, bubblewrap_works, covered_folders
 from grader.sandbox.child import Child, Exit, returncode_of
 from grader.sandbox.limits import PIDS_MAX, Cgroup
 from grader.sandbox.output import CappedBuffer
@@ -58,18 +58,6 @@ def zygote_problem(backend: str) -> str | None:
     if seccomp_program("child") is None or seccomp_program("pool_server") is None:
         return "the pool needs libseccomp (pyseccomp) to refuse nested namespaces in its children"
     return None
-
-
-def covered_folders() -> list[str]:
-    """The folders right below /tmp or /dev/shm that hold the Python installation (a checkout and
-    its .venv under /tmp), which each child covers with a private folder of its own: it binds them
-    again, read-only, on top of it (grader/child/walls.py wall_in)."""
-    found = set()
-    for prefix in map(Path, python_installations()):
-        for top in (Path("/tmp"), Path("/dev/shm")):
-            if prefix.is_relative_to(top) and prefix != top:
-                found.add(str(top / prefix.relative_to(top).parts[0]))
-    return sorted(found)
 
 
 def _nspids(pid: int) -> list[int]:
