@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -76,8 +75,9 @@ def test_batch_gives_the_verdicts_of_the_single_file_command(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "one file per submission" in result.stdout and "8 submissions:" in result.stdout and "slowest:" in result.stdout
 
-    with ThreadPoolExecutor(2) as pool:
-        single = dict(pool.map(lambda p: (p.stem, grade_json(str(p), env=SECRET)[0]), sorted(folder.glob("*.py"))))
+    # One after another, each in a fork of this process (tests/grading.py run_grader): from threads,
+    # each would be a new interpreter importing torch beside its child's.
+    single = {p.stem: grade_json(str(p), env=SECRET)[0] for p in sorted(folder.glob("*.py"))}
     lines = lines_of(out)
     assert sorted(line["id"] for line in lines) == sorted(single)
     for line in lines:

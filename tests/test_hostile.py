@@ -35,9 +35,38 @@ from grader.verify import EVERY_WALL
 from tests.grading import SUBMISSIONS, checkout_digest, fast_spec, hostile_markers, listening_on_loopback, shared_once
 
 HOSTILE = sorted(SUBMISSIONS.glob("*/hostile_*.py"))
-# A fresh child each for these (tests/test_pool.py grades the forbidden uses where the pool runs).
-FRESH = [p for p in HOSTILE if p.parent.name != "forbidden_api" or zygote_problem("bubblewrap") is not None]
+# Attacks on what runs the same in a pool child and in a child of its own: the runner, the guard,
+# the frames on the channel and how the grader reads and judges them (the same code on both sides),
+# not the sandbox, the process or what the child inherits. tests/test_pool.py grades every hostile
+# file through the pool with the same host checks; a new file gets a fresh child here until it is
+# listed.
+SAME_IN_A_POOL_CHILD = {
+    "hostile_caller_frames",
+    "hostile_deeply_nested_json",
+    "hostile_diagnosis_dtype_echo",
+    "hostile_diagnosis_markdown_fake_verdict",
+    "hostile_error_ratio_carries_hidden_inputs",
+    "hostile_fake_tensor_name",
+    "hostile_fake_verdict_output",
+    "hostile_list_as_text",
+    "hostile_memory_error_with_borrowed_traceback",
+    "hostile_nan_in_json",
+    "hostile_output_not_a_dict",
+    "hostile_patch_comparisons",
+    "hostile_pure_python_module_routes",
+    "hostile_return_nan",
+    "hostile_tensor_claims_other_shape",
+    "hostile_tensor_subclass_result",
+    "hostile_unhashable_dtype",
+}
+# A fresh child each for the others (the forbidden uses, too, face the same code in both), or for
+# every file where the pool cannot run.
+FRESH = [p for p in HOSTILE if zygote_problem("bubblewrap") is not None or (p.parent.name != "forbidden_api" and p.stem not in SAME_IN_A_POOL_CHILD)]
 SECRET = "hostile-test-secret-2718"
+
+
+def test_the_files_graded_only_through_the_pool_are_hostile_files():
+    assert SAME_IN_A_POOL_CHILD <= {p.stem for p in HOSTILE if p.parent.name != "forbidden_api"}
 
 
 def test_ci_grades_behind_bubblewrap():

@@ -32,8 +32,8 @@ HONEST = SUBMISSIONS / "accepted" / "plain_helpers.py"
 SEED = "pool-test-secret"
 PREFIX = f"pooltest{os.getpid()}_"  # names this test process's files, and so their cgroups (test workers run side by side)
 # Every hostile file gets its folder's verdict through the pool, walls alone, as it does alone
-# (tests/test_hostile.py, which also runs them with the static check, and the attacks on the
-# sandbox and the protocol a fresh child each).
+# (tests/test_hostile.py, which also runs them with the static check, and a fresh child each for
+# the attacks on what differs between the two: the sandbox, the process, what the child inherits).
 HOSTILES = sorted(f"{p.parent.name}/{p.stem}" for p in SUBMISSIONS.glob("*/hostile_*.py"))
 
 
@@ -216,8 +216,8 @@ def test_hostile_files_get_their_verdicts_through_the_pool_and_leave_no_trace(sp
     # with the guard's mode taken off imports sympy on first use: seconds on a loaded machine).
     # The forbidden ones with the capability layer on (the guard cannot hold alone against plain
     # Python in its own process), the others as plain Python (the sandbox's and protocol's walls).
-    # The host checks of tests/test_hostile.py, which grades only the attacks on the sandbox and the
-    # protocol a fresh child each where this pool runs.
+    # The host checks of tests/test_hostile.py, which grades a fresh child each only for the attacks
+    # on what differs between a pool child and a child of its own, where this pool runs.
     paths: dict[tuple[bool, bool], list[Path]] = {(q, r): [] for q in (True, False) for r in (True, False)}
     for name in HOSTILES:
         path = tmp_path / f"{PREFIX}{Path(name).name}.py"
