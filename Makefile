@@ -4,10 +4,6 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# The installed packages byte-compiled on every core (pip compiles on one: torch's 6000 files took
-# twice as long). A file that does not compile on this Python (torch ships one written for 3.12)
-# stays source, as pip leaves it: hence the status is not checked.
-COMPILE = @$(PY) -m compileall -q -j 0 $(VENV)/lib >/dev/null 2>&1 || true
 
 .PHONY: grade test lint verify bench container-test image gradescope kit
 
@@ -15,14 +11,15 @@ $(VENV)/.runtime-installed: requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed"'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile -r requirements.txt
-	$(COMPILE)
+	# Byte-compiled on every core: pip compiles on one, and torch's 6000 files took twice as long. A file
+	# that does not compile on this Python (torch ships one written for 3.12) stays source, as pip leaves it.
+	$(PY) -m compileall -q -j 0 $(VENV)/lib >/dev/null 2>&1 || true
 	# The console script .venv/bin/mlm-grader, run from any folder; editable: the grader stays in this checkout.
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 
 $(VENV)/.dev-installed: $(VENV)/.runtime-installed requirements-dev.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile -r requirements-dev.txt
-	$(COMPILE)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
 grade: $(VENV)/.runtime-installed
