@@ -93,16 +93,6 @@ def covered_folders() -> list[str]:
     return sorted(found)
 
 
-def _covered_mounts() -> list[str]:
-    """A small tmpfs for each covered folder (made read-only once the installation is bound in it,
-    _covered_read_only): a mount point, which the child's own /tmp cannot rename or remove."""
-    return [word for folder in covered_folders() for word in ("--perms", "0755", "--size", str(MIB), "--tmpfs", folder)]
-
-
-def _covered_read_only() -> list[str]:
-    return [word for folder in covered_folders() for word in ("--remount-ro", folder)]
-
-
 def _parent_dirs(paths: list[str]) -> list[str]:
     """--dir for every missing parent folder of `paths`, made 0755 before anything is mounted below
     it: bwrap makes the parents it needs 0700 (root's), which a box uid could not pass through."""
@@ -140,6 +130,7 @@ def bubblewrap_command(command: list[str], kit: Path, submission_dir: Path | Non
         raise ValueError("the grader is root: the sandboxed command must run as a box uid (take_box_uid), never as root")
     filters = ["--seccomp", str(seccomp)] if seccomp is not None else []
     server = submission_dir is None
+    covered = [] if server else covered_folders()
     if uid is not None:
         user = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"]
         user += [word for capability in SETPRIV_CAPABILITIES for word in ("--cap-add", capability)]
@@ -164,12 +155,15 @@ def bubblewrap_command(command: list[str], kit: Path, submission_dir: Path | Non
         "--dev", "/dev",
         "--chmod", "0000", "/dev/pts/ptmx",  # no new pseudo-terminal: a computation has no use for one
         *shm,
-        *([] if server else _covered_mounts()),  # (the server's /tmp is a read-only folder of the root)
+        # A small tmpfs for each covered folder, made read-only once the installation is bound in it:
+        # a mount point, which the child's own /tmp cannot rename or remove. (The server's /tmp is a
+        # read-only folder of the root.)
+        *[word for folder in covered for word in ("--perms", "0755", "--size", str(MIB), "--tmpfs", folder)],
         *_parent_dirs(destinations),
         *binds,
         # Last, once every mount point exists: the tmpfs that bwrap builds the root from, and the
         # one under /dev, have no size; read-only, they hold nothing. /tmp and /dev/shm stay writable.
-        *([] if server else _covered_read_only()),
+        *[word for folder in covered for word in ("--remount-ro", folder)],
         "--remount-ro", "/dev",
         "--remount-ro", "/dev/pts",
         *([] if server else ["--remount-ro", "/proc"]),  # /proc/sys, /proc/pressure, other processes' attr files...
