@@ -328,36 +328,57 @@ def _profile_function(guard: Guard) -> Any:
     what the outermost is), so that the function mode refuses the first torch function they call:
     the use then ends at once, instead of running to its end (a decomposition's first use can take
     seconds).
-    It keeps no cache and no closure: what it uses is bound as default values (a tuple, whose
-    replacement the audit hook refuses), all immutable but guard.inside, which only hastens a
-    refusal. A verdict cache or a closure cell could be changed by the submission (its function
-    mode leads to the guard, sys.getprofile() to this function) and put back before the next read.
-    The file name is read with str's own methods: a code object's name may be a str subclass whose
-    methods would run here, where Python pauses profiling."""
+    Python calls it on every call and return, of Python and C functions alike, so the common case
+    is a few operations in its own body: a code object whose name is not a forbidden function's
+    ends there. Only such a name leads to _entered or _left, which judge the code fully.
+    It keeps no cache and no closure: what it uses is bound as default values (immutable but
+    guard.inside, which only hastens a refusal; their replacement the audit hook refuses). A
+    verdict cache or a closure cell could be changed by the submission (its function mode leads to
+    the guard, sys.getprofile() to this function) and put back before the next read. Names are
+    looked up only once their type is str itself: a str subclass's __hash__ or __eq__ would run
+    here, where Python pauses profiling."""
 
     def profile(
-        frame: Any, event: str, arg: Any, refused: Any = _refused_code, names: frozenset = guard.functions, judge: Any = judge_code,
-        audit: Any = _audit, line_of: Any = _submission_line, basename: Any = os.path.basename, record_event: str = RECORD_EVENT,
-        finalizing: Any = sys.is_finalizing, inside: list = guard.inside, guard: Guard = guard,
+        frame: Any, event: str, arg: Any, names: frozenset = guard.functions, inside: list = guard.inside, _type: Any = type,
+        entered: Any = _entered, left: Any = _left, guard: Guard = guard,
     ) -> None:  # fmt: skip
         if event == "call":
             code = frame.f_code
-            if refused(code, names):
-                if finalizing():  # at exit, modules are being torn down
-                    return
-                back = frame.f_back  # where the submission's code called in, unless it is such code too
-                caller = back.f_code if back is not None else None
-                if caller is None or not refused(caller, names):
-                    verdict = judge(code, names)
-                    line = line_of(guard)
-                    verdict = f"{verdict} (line {line} of {basename(guard.submission)})" if line else verdict
-                    audit(record_event, verdict)
-                    inside[1] = verdict
-                inside[0] += 1
-        elif event == "return" and inside[0] and refused(frame.f_code, names):  # (on an exception too)
-            inside[0] -= 1
+            name = code.co_name
+            if _type(name) is str and name in names:
+                entered(guard, frame, code, names, inside)
+        elif event == "return" and inside[0]:  # (on an exception too)
+            code = frame.f_code
+            name = code.co_name
+            if _type(name) is str and name in names:
+                left(code, names, inside)
 
     return profile
+
+
+def _entered(
+    guard: Guard, frame: Any, code: Any, names: frozenset, inside: list, refused: Any = _refused_code, judge: Any = judge_code, audit: Any = _audit,
+    line_of: Any = _submission_line, basename: Any = os.path.basename, record_event: str = RECORD_EVENT, finalizing: Any = sys.is_finalizing,
+) -> None:  # fmt: skip
+    """For the profile function: a call of code named like a forbidden function. Recorded, with the
+    line of the submission that led there, when it is torch's own and its caller is not such code."""
+    if not refused(code, names) or finalizing():  # (at exit, modules are being torn down)
+        return
+    back = frame.f_back  # where the submission's code called in, unless it is such code too
+    caller = back.f_code if back is not None else None
+    if caller is None or not refused(caller, names):
+        verdict = judge(code, names)
+        line = line_of(guard)
+        verdict = f"{verdict} (line {line} of {basename(guard.submission)})" if line else verdict
+        audit(record_event, verdict)
+        inside[1] = verdict
+    inside[0] += 1
+
+
+def _left(code: Any, names: frozenset, inside: list, refused: Any = _refused_code) -> None:
+    """For the profile function: a return from code named like a forbidden function."""
+    if refused(code, names):
+        inside[0] -= 1
 
 
 def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
@@ -539,7 +560,10 @@ class _FunctionWatch(TorchFunctionMode):
                 break
         if kwargs:
             guard.check_arguments((), kwargs)
-        name = getattr(func, "__name__", "")  # as base_name(func), without its calls
+        try:  # as base_name(func), without its calls: a call of a C function costs the profile function two events
+            name = func.__name__
+        except AttributeError:
+            name = ""
         if _type(name) is str and (name in guard.functions or ("." in name and base_name(func) in guard.functions)):
             guard.check_function(func)
         return func(*args, **kwargs) if kwargs else func(*args)
