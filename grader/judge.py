@@ -18,7 +18,6 @@ import tokenize
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -367,19 +366,23 @@ def _cases(spec: Spec, hidden_seed: str, public_only: bool, prepared: Prepared |
 
 def _run_cases(child: Child, cases: list[Case], expected_of: Callable[[int], Expected], results: list[CaseResult], spec: Spec) -> Received:
     """Runs the cases in order, then the runtime guard's last check, once the child is ready; returns
-    what the child returned for each failing case (for the diagnosis). expected_of(i) gives case i's
-    expected outputs; it is called while the child computes case i."""
+    what the child returned for each failing case (for the diagnosis). A case's request goes out as
+    soon as the previous case is answered, before that answer is judged, so that the child computes
+    while the grader judges; expected_of(i) gives case i's expected outputs, computed while the
+    child computes case i."""
     received: Received = {}
+    sent = _send_case(child, cases[0], spec) if cases else None
     for index, (case, result) in enumerate(zip(cases, results, strict=True)):
-        started = time.monotonic()
-        if not case.public:  # (the public cases come first) what the child prints from now on may spell out hidden data
-            child.stdout.hold_back()
-            child.stderr.hold_back()
-        expected = cache(partial(expected_of, index))  # computed while the child computes the case, read once it answers
+        started, deadline, failed = sent
         try:
-            reply, tensors = child.request(*case.request(), protocol.expect_result(case, spec), spec.limits.case_seconds, meanwhile=expected)
+            if failed is not None:
+                raise failed
+            expected = expected_of(index)
+            reply, tensors = child.answer(protocol.expect_result(case, spec), deadline)
             result.seconds = child.answered_at - started
-            judge_reply(case, expected(), reply, tensors, spec, result)
+            if index + 1 < len(cases):
+                sent = _send_case(child, cases[index + 1], spec)
+            judge_reply(case, expected, reply, tensors, spec, result)
             if not result.passed:
                 received[case.name] = reply, tensors
         except (ChildTimeout, ChildGone, ProtocolError) as error:
@@ -391,6 +394,19 @@ def _run_cases(child: Child, cases: list[Case], expected_of: Callable[[int], Exp
         _finish(child, spec.limits, results[-1])
         results[-1].withhold()
     return received
+
+
+def _send_case(child: Child, case: Case, spec: Spec) -> tuple[float, float, ChildTimeout | ChildGone | None]:
+    """Send the case's request: when it was sent, the deadline of its answer, and what went wrong
+    sending it (raised when the case's turn comes, so that it is told on this case)."""
+    started = time.monotonic()
+    if not case.public:  # (the public cases come first) what the child prints from now on may spell out hidden data
+        child.stdout.hold_back()
+        child.stderr.hold_back()
+    try:
+        return started, child.submit(*case.request(), protocol.expect_result(case, spec), spec.limits.case_seconds), None
+    except (ChildTimeout, ChildGone) as error:
+        return started, 0.0, error
 
 
 def _finish(child: Child, limits: Limits, last: CaseResult) -> None:

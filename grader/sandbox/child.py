@@ -11,7 +11,6 @@ import select
 import signal
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -235,24 +234,22 @@ class Child:
         return reply, tensors, described
 
     def request(
-        self,
-        message: dict[str, Any],
-        tensors: dict[str, torch.Tensor] | None,
-        expect: protocol.Expectation,
-        seconds: float,
-        meanwhile: Callable[[], object] | None = None,
+        self, message: dict[str, Any], tensors: dict[str, torch.Tensor] | None, expect: protocol.Expectation, seconds: float
     ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
         """Send a request and return its answer, checked against `expect`, within `seconds` in all
-        (writing the request included). meanwhile(), when given, runs once the request is written,
-        while the child computes: the grader's own work for the request (an answer that arrives
-        during it is on time; answered_at says when it came). Raises ChildTimeout, ChildGone or
-        protocol.ProtocolError; the child has been killed for the first and the last."""
+        (writing the request included). Raises ChildTimeout, ChildGone or protocol.ProtocolError;
+        the child has been killed for the first and the last. The two halves, submit() and answer(),
+        let the grader do its own work while the child computes (an answer that arrives meanwhile is
+        on time: answered_at says when it came)."""
+        return self.answer(expect, self.submit(message, tensors, expect, seconds))
+
+    def submit(self, message: dict[str, Any], tensors: dict[str, torch.Tensor] | None, expect: protocol.Expectation, seconds: float) -> float:
+        """The first half of request(): send the request, whose answer answer(expect, deadline) then
+        reads, and return that deadline. Raises ChildTimeout or ChildGone as request() does."""
         deadline = time.monotonic() + seconds
         self._expect = expect
         self.send(message, tensors, deadline)
-        if meanwhile is not None:
-            meanwhile()
-        return self.answer(expect, deadline)
+        return deadline
 
     def answer(self, expect: protocol.Expectation, deadline: float) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
         """The next frame, checked against `expect`, before the deadline: the answer to a request
