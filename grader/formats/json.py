@@ -3,7 +3,6 @@
 import json
 import math
 from functools import cache
-from importlib.metadata import version
 from typing import Any
 
 from grader import __version__
@@ -19,7 +18,10 @@ def _json_number(x: float | None) -> float | str | None:
 @cache
 def torch_version() -> str:
     """The installed torch's version, read from its metadata: this module must not import torch
-    (the command line imports it before it starts the child)."""
+    (the command line imports it before it starts the child). importlib.metadata is imported
+    here: it takes longer to import than this whole module, and a text report never needs it."""
+    from importlib.metadata import version
+
     return version("torch")
 
 
