@@ -62,6 +62,79 @@ SETTINGS = {  # name -> (the capability layer's rewrite, the guard armed, its pr
 }
 
 
+PER_OPERATION = """
+import json, sys, time
+sys.path.insert(0, {root!r})
+import torch
+from torch.overrides import TorchFunctionMode
+from grader.child.guard import Guard, _profile_function
+from grader.spec import load_spec
+
+torch.set_num_threads(1)
+spec = load_spec()
+guard = Guard(spec.policy["forbidden_functions"], spec.policy["forbidden_operators"], "submission.py")
+x = torch.randn(8, 16)
+OPERATIONS = 3 * 3000
+
+
+def loop():
+    started = time.thread_time()
+    for _ in range(3000):
+        (x * 2 + 1).sum()
+    return (time.thread_time() - started) / OPERATIONS * 1e6
+
+
+class Empty(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {{}}))
+
+
+def empty_profile(frame, event, arg):
+    pass
+
+
+def under(mode, profile):
+    if mode is not None:
+        mode.__enter__()
+    sys.setprofile(profile)
+    try:
+        return loop()
+    finally:
+        sys.setprofile(None)
+        if mode is not None:
+            mode.__exit__(None, None, None)
+
+
+guard_profile = _profile_function(guard)
+layers = {{
+    "plain": (None, None),
+    "an empty function mode": (lambda: Empty(), None),
+    "the guard's function mode": (lambda: guard.function_watch, None),
+    "an empty profile function": (None, empty_profile),
+    "the guard's profile function": (None, guard_profile),
+    "the guard's mode and an empty profile function": (lambda: guard.function_watch, empty_profile),
+    "the guard's mode and its profile function (the child)": (lambda: guard.function_watch, guard_profile),
+}}
+loop()
+best = {{}}
+for _ in range({repeats}):
+    for name, (mode, profile) in layers.items():
+        took = under(mode() if mode else None, profile)
+        best[name] = min(best.get(name, took), took)
+print(json.dumps(best))
+"""
+
+
+def per_operation(repeats: int) -> None:
+    script = PER_OPERATION.format(root=str(ROOT), repeats=repeats)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+    best = json.loads(result.stdout.splitlines()[-1])
+    plain = best["plain"]
+    print(f"one small tensor operation (x * 2, + 1, .sum() on an 8x16 tensor), CPU microseconds, fastest of {repeats} rounds:")
+    for name, micros in best.items():
+        print(f"  {name + ':':56s} {micros:6.2f}  ({micros / plain:.2f}x plain)")
+
+
 def measure(submission: str, restricted: bool, armed: bool, no_profile: bool) -> dict:
     script = MEASURE.format(root=str(ROOT), submission=submission, restricted=restricted, armed=armed, no_profile=no_profile)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
@@ -86,6 +159,7 @@ def main() -> None:
         print(f"  {name + ':':42s} {median:.3f}s  ({median / base:.2f}x plain Python)")
     reads = statistics.median(m["read"] for m in runs["capability layer and guard (the child)"])
     print(f"  reading the guard's record after each case: {reads:.3f}s ({reads / cases * 1000:.2f} ms a read)")
+    per_operation(repeats)
 
 
 if __name__ == "__main__":

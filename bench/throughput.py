@@ -29,6 +29,7 @@ by cumulative and by own time. Usage:
     .venv/bin/python bench/throughput.py --profile [JOBS]    (default 1 job)
 """
 
+import argparse
 import contextlib
 import cProfile
 import hashlib
@@ -283,22 +284,30 @@ class Phases:
         setattr(owner, attribute, timed)
 
     def wrap_request(self) -> None:
+        """Time each request from its sending (Child.submit) to its answer's arrival (Child.answer),
+        a case's apart from the rest (start, finish)."""
         from grader.sandbox.child import Child
 
-        original, cases, seconds = Child.request, self.cases, self.seconds
+        submit, answer, cases, seconds = Child.submit, Child.answer, self.cases, self.seconds
 
-        def request(child: Child, message: dict, tensors: Any, *args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            reply, received = original(child, message, tensors, *args, **kwargs)
-            took = time.perf_counter() - started
-            if message["kind"] == "case":
-                cases.append((message["name"], took, reply.get("seconds", 0.0), reply, received))
-            else:
-                seconds[f"request {message['kind']}"] += took
+        def timed_submit(child: Child, message: dict, *args: Any, **kwargs: Any) -> Any:
+            child.bench_sent = (message, time.perf_counter())  # type: ignore[attr-defined]
+            return submit(child, message, *args, **kwargs)
+
+        def timed_answer(child: Child, *args: Any, **kwargs: Any) -> Any:
+            reply, received = answer(child, *args, **kwargs)
+            message, started = getattr(child, "bench_sent", ({"kind": "none"}, 0.0))
+            if started:
+                took = time.perf_counter() - started
+                child.bench_sent = ({"kind": "none"}, 0.0)  # type: ignore[attr-defined]
+                if message["kind"] == "case":
+                    cases.append((message["name"], took, reply.get("seconds", 0.0), reply, received))
+                else:
+                    seconds[f"request {message['kind']}"] += took
             return reply, received
 
-        self._undo.append((Child, "request", original))
-        Child.request = request  # type: ignore[method-assign]
+        self._undo += [(Child, "submit", submit), (Child, "answer", answer)]
+        Child.submit, Child.answer = timed_submit, timed_answer  # type: ignore[method-assign]
 
     def undo(self) -> None:
         for owner, attribute, original in reversed(self._undo):
@@ -448,10 +457,16 @@ def profile(jobs: int) -> None:
 
 
 def main() -> None:
-    if sys.argv[1:2] == ["--profile"]:
-        profile(int(sys.argv[2]) if len(sys.argv) > 2 else 1)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("rounds", nargs="?", type=int, default=3, help="rounds of every measurement, interleaved (default 3: several minutes)")
+    parser.add_argument(
+        "--profile", nargs="?", type=int, const=1, metavar="JOBS", help="time each phase of a grading and profile the grader's own process (JOBS: default 1)"
+    )
+    args = parser.parse_args()
+    if args.profile is not None:
+        profile(args.profile)
     else:
-        measure(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
+        measure(args.rounds)
 
 
 if __name__ == "__main__":
