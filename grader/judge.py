@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from grader import policy, protocol
+from grader.child.wire import EXIT_REFUSED_UNTOLD
 from grader.protocol import ProtocolError, need
 from grader.results import PASSED, CaseResult, Check, Report, Verdict, deciding_case
 from grader.sandbox import IsolationUnavailable
@@ -244,6 +245,11 @@ def classify_exit(exit: Exit, limits: Limits, during: str) -> tuple[Verdict, str
         )
     if name == "SIGXFSZ":
         return Verdict.RUNTIME_ERROR, f"the process ended with the signal of the file-size limit ({limits.file_size_mib} MiB) {during}"
+    if name is None and exit.returncode == EXIT_REFUSED_UNTOLD:
+        return Verdict.FORBIDDEN_API, (
+            f"was refused a forbidden use {during} at the limit of the call stack, where what it was could not be recorded "
+            "(use the public API of the allowed modules and your own code: see the Rules in the statement)"
+        )
     note = f" after reaching the limit of {PIDS_MAX} processes" if exit.pids_limit_hits else ""
     if name is not None:
         return Verdict.RUNTIME_ERROR, f"the process was killed by {name} {during}{note}"

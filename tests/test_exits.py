@@ -4,6 +4,7 @@ import signal
 
 import pytest
 
+from grader.child.wire import EXIT_REFUSED_UNTOLD
 from grader.judge import classify_exit
 from grader.results import Verdict
 from grader.sandbox.child import Exit
@@ -29,6 +30,8 @@ def ended(returncode=0, by_grader=False, cpu=1.0, oom=0, pids=0, limit="") -> Ex
         (ended(-signal.SIGXFSZ), Verdict.RUNTIME_ERROR, "the signal of the file-size limit"),
         (ended(0), Verdict.RUNTIME_ERROR, "exited with status 0"),
         (ended(3), Verdict.RUNTIME_ERROR, "exited with status 3"),
+        # the runner's status for a refusal that could not be recorded (a stack at its limit): no submission code can exit so
+        (ended(EXIT_REFUSED_UNTOLD), Verdict.FORBIDDEN_API, "at the limit of the call stack"),
         (ended(-signal.SIGSEGV, pids=2), Verdict.RUNTIME_ERROR, "after reaching the limit of 64 processes"),
         (ended(-signal.SIGKILL, by_grader=True, limit="cpu"), Verdict.TIME_LIMIT_EXCEEDED, "CPU time, all processes together,"),
         (ended(-signal.SIGKILL, by_grader=True, limit="total"), Verdict.TIME_LIMIT_EXCEEDED, "total limit of 180 s of wall time"),

@@ -362,16 +362,22 @@ def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.Buffe
     def refused(what: str) -> NoReturn:
         """A capability refused (restricted.py): the run ends here, in this call, so that nothing
         the submission's code catches or binds on the way ever runs again. This case's reply, and
-        every later one, is the finding; no code of the submission is called again."""
-        guard.record(what)
-        text = explain(findings(True)[at[1] :])
-        if at[0] is None:
-            results.write(text_frame({"kind": "forbidden", "forbidden": text}))
-        else:
-            results.write(text_frame({"kind": "result", "name": at[0], "forbidden": text}))
+        every later one, is the finding; no code of the submission is called again. The process
+        ends even when recording or telling fails (a refusal at the stack's limit raises
+        RecursionError here, which the submission could catch and go on): the process then ends
+        with a status the grader reads as a forbidden use, never goes on."""
+        try:
+            guard.record(what)
+            text = explain(findings(True)[at[1] :])
+            if at[0] is None:
+                results.write(text_frame({"kind": "forbidden", "forbidden": text}))
+            else:
+                results.write(text_frame({"kind": "result", "name": at[0], "forbidden": text}))
+                results.flush()
+                _answer_refused(requests, results, read_frame, text_frame, text)
             results.flush()
-            _answer_refused(requests, results, read_frame, text_frame, text)
-        results.flush()
+        except BaseException:
+            _exit(untold)
         _exit(0)
 
     capabilities = restricted.Capabilities(config, refused)
@@ -381,7 +387,7 @@ def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.Buffe
     guard.arm(protect=[sys.modules[__name__], wire, restricted, vjp], gradient=config["gradient"])
     # What runs after the submission's code is bound now, in this frame, whose names the
     # submission cannot replace; the guard's check shows whether what they use was replaced.
-    findings, text_frame, explain, count, _exit = guard.findings, guard.text_frame, explain_forbidden, len, os._exit
+    findings, text_frame, explain, count, _exit, untold = guard.findings, guard.text_frame, explain_forbidden, len, os._exit, wire.EXIT_REFUSED_UNTOLD
     read_frame, write_frame, run, label, told = wire.read_frame, wire.write_frame, run_case, label_output, 0
 
     # Started: torch imported, the guard armed, nothing of the submission's read. A child that ends or

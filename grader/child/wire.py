@@ -41,6 +41,9 @@ def load_tensor_modules() -> None:
 # what follows with the case and the call. A submission may print such a line itself: it only
 # mislabels its own output, and what is held back from the candidate is decided by offsets alone.
 OUTPUT_LABEL = b"\x1e\x1emlm-grader-call "
+# The runner's exit status when a refusal could not be recorded nor told (the stack at its limit): a
+# forbidden use all the same. No code of a submission's can end the process with a status of its choosing.
+EXIT_REFUSED_UNTOLD = 86
 
 MAX_HEADER_BYTES = 1 << 20
 MAX_FRAME_BYTES = 1 << 30
