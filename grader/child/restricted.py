@@ -155,13 +155,20 @@ class Capabilities:
         self._namespaces: set[int] = set()
         self._namespaces_seen = -1
         self.module_name = ""  # the submission's module, once namespace() is made
-        self._substitutes = self._make_substitutes()
+        self._substitutes: dict[int, Any] = {}  # id of a library function -> the checked version handed out instead
+        self._substituted_kinds: set[int] = set()  # ids of their classes: a value of another class is never one of them
+        for original, replacement in self._make_substitutes():
+            self._substitute(original, replacement)
         self.guarded_type = self._guarded_type()
         restricted = self.builtins()
         for name in (*REFUSED_BUILTINS, "getattr", "hasattr", "setattr", "delattr", "vars", "__import__", "__build_class__"):
-            self._substitutes[_id(getattr(builtins, name))] = restricted[name]
+            self._substitute(getattr(builtins, name), restricted[name])
 
-    def _make_substitutes(self) -> dict[int, Any]:
+    def _substitute(self, original: Any, replacement: Any) -> None:
+        self._substitutes[_id(original)] = replacement
+        self._substituted_kinds.add(_id(_type(original)))
+
+    def _make_substitutes(self) -> list[tuple[Any, Any]]:
         """Library functions that take attribute names as data, handed out as versions that take
         only their documented defaults: functools.wraps and update_wrapper copy the attributes they
         are told to (`assigned=("__globals__",)` would copy another function's globals). Also, the
@@ -252,13 +259,13 @@ class Capabilities:
             the real `type`."""
             return caps.check_value(typing.get_origin(tp), "what typing.get_origin returned")
 
-        return {
-            _id(functools.update_wrapper): update_wrapper,
-            _id(functools.wraps): wraps,
-            _id(dataclasses.dataclass): dataclass,
-            _id(typing.get_origin): get_origin,
-            _id(type.__new__): type_new,
-        }
+        return [
+            (functools.update_wrapper, update_wrapper),
+            (functools.wraps, wraps),
+            (dataclasses.dataclass, dataclass),
+            (typing.get_origin, get_origin),
+            (type.__new__, type_new),
+        ]
 
     # -- what the file owns ---------------------------------------------------------------------
 
@@ -349,16 +356,21 @@ class Capabilities:
         return f"{owner}.{name}"
 
     def _may_be_refused(self, name: str) -> bool:
-        verdict = self._name_verdicts.get(name)
-        if verdict is None:
+        # (subscripts, not .get(): under the runtime guard's profile function a call of a C function costs two events)
+        try:
+            return self._name_verdicts[name]
+        except KeyError:
             verdict = self._forbidden_function(name) or any(fnmatch.fnmatchcase(name, last) for _, last in self._attributes)
             self._name_verdicts[name] = verdict
-        return verdict
+            return verdict
 
     def check_name(self, obj: Any, name: str) -> None:
         """Refuse reading `name` on obj if the rules say so (the value is checked afterwards). The
         object itself is checked too, should it have come back unchecked (from a call, say)."""
-        verdict = self._kinds.get(_id(_type(obj)))
+        try:
+            verdict = self._kinds[_id(_type(obj))]
+        except KeyError:
+            verdict = None
         if verdict is None or (verdict and verdict != "class"):
             self.check_value(obj, "an object")
         if name[:1] == "_":
@@ -391,11 +403,15 @@ class Capabilities:
         """Refuse a value that reaches the interpreter or the grader. Judged by its class, looked up
         by identity (a class of the file's cannot answer for another)."""
         kind = _type(value)
-        verdict = self._kinds.get(_id(kind))
-        if verdict is None:
+        kind_id = _id(kind)
+        try:
+            verdict = self._kinds[kind_id]
+        except KeyError:
             verdict = self._judge_kind(kind, value)
-            self._kinds[_id(kind)] = verdict
+            self._kinds[kind_id] = verdict
             self._kept_kinds.append(kind)
+        if verdict == "":  # the most common: a tensor, a number (the substitutes are functions)
+            return self._substitutes.get(_id(value), value) if kind_id in self._substituted_kinds else value
         if verdict == "class":  # a class: a metaclass is handed out as its checked stand-in
             if _module_of(value) == self.module_name:
                 self._is_own_class(value)  # checked as the file's own, whatever built it
