@@ -223,12 +223,13 @@ class Guard:
         self.os_refuses_threads = refuse_new_processes()
         self.armed = True  # before the picture of the guard is taken
         profile = _profile_function(self)
-        sys.setprofile(profile)
         watched = [sys.modules[__name__], *protect]
         for module in watched:  # a warning torch gives while this module's code is on the stack (the function watch's
             # frame, for every torch call) is registered in its __warningregistry__: made now, so it is no name added later
             module.__dict__.setdefault("__warningregistry__", {})
-        sys.addaudithook(_audit_hook(self, watched, profile))
+        hook = _audit_hook(self, watched, profile)  # the picture, taken before profiling slows Python down
+        sys.setprofile(profile)
+        sys.addaudithook(hook)
         self.warm_up(gradient)  # nothing it needs is refused once sealed
         if self.findings():
             raise RuntimeError(f"the runtime guard does not hold after arming: {self.findings()}")
