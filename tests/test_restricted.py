@@ -162,6 +162,12 @@ def run(source: str) -> tuple[dict, list[str]]:
         ("import enum\nclass Base(enum.Enum):\n    pass\nE = Base._convert_('E', __name__, bool, source=torch)", "the private attribute enum.Enum._convert_"),
         ("class Lookup(super):\n    pass", "derived from super"),
         ("import typing\nclass Spy:\n    pass\nmatch Spy():\n    case typing.sys:\n        pass", "the attribute sys, a module outside the allowed list"),
+        # a class pattern's capture is bound before it is checked: what a read hands out as a stand-in is refused there
+        ("import functools\nmatch functools:\n    case object(update_wrapper=uw):\n        pass", "a class pattern capturing update_wrapper"),
+        ("import abc\nmatch abc:\n    case object(ABCMeta=M):\n        pass", "a class pattern capturing ABCMeta"),
+        # __import__ takes names of exactly str: a subclass's own __hash__ and __eq__ would answer the checks
+        ("class S(str):\n    pass\n__import__('torch', None, None, [S('exp')])", "__import__ with a name that is not a str itself"),
+        ("class S(str):\n    pass\n__import__(S('torch'))", "__import__ with a name that is not a str itself"),
         # changing what is not the file's own
         ("torch.exp = lambda t: t", "a change to torch.exp"),
         ("torch.Tensor.exp = None", "a change to torch.Tensor.exp"),

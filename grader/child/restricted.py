@@ -556,8 +556,15 @@ class Capabilities:
         return lambda decorated: self.check_value(function(decorated), "what a decorator returned")
 
     def check(self, value: Any, line: int = 0) -> bool:
-        """For a name a pattern captured: True, or refused."""
-        self.check_value(value, "a value a class pattern read")
+        """For a name a pattern captured: True, or refused. The name is bound already, to the value
+        itself: a value that a read hands out as a checked stand-in instead (functools.wraps,
+        update_wrapper, dataclasses.dataclass, type.__new__, a metaclass) is refused, or the
+        capture would keep what the stand-in checks (update_wrapper copying any attribute)."""
+        if self.check_value(value, "a value a class pattern read") is not value:
+            self.refuse(
+                f"a class pattern capturing {_type_name(value) if _isinstance(value, type) else getattr(value, '__qualname__', 'a library function')}, "
+                "which the file may use only through its checked stand-in (read it as an attribute instead)"
+            )
         return True
 
     def subject(self, value: Any, patterns: Any, *read: Any) -> Any:
@@ -640,7 +647,13 @@ class Capabilities:
             return _dict(_getattr(args[0], "__dict__"))
 
         def __import__(name: str, globals: Any = None, locals: Any = None, fromlist: Iterable[str] = (), level: int = 0) -> ModuleType:  # noqa: A001, A002
-            if not level and _type(fromlist) is list and not fromlist and name in sys.modules:
+            # Names of exactly str (a statement passes nothing else): a str subclass's own __hash__ and
+            # __eq__ would answer the lookups below, and the cache of verdicts on names, for another text.
+            from_c = _type(fromlist) is list and not fromlist  # (a statement `import m` passes None, `from m import a` a tuple)
+            fromlist = () if fromlist is None else _tuple(fromlist)
+            if _type(name) is not _str or _type(level) is not int or any(_type(item) is not _str for item in fromlist):
+                caps.refuse("__import__ with a name that is not a str itself (a subclass's own methods would answer the checks)")
+            if not level and from_c and name in sys.modules:
                 # numpy's and torch's C code importing a module it reads itself (PyImport_Import),
                 # which ignores what this returns and looks the module up in sys.modules: it is
                 # given nothing (a statement `import m` passes None, `from m import a` a tuple).
