@@ -163,8 +163,8 @@ def run(source: str) -> tuple[dict, list[str]]:
         ("class Lookup(super):\n    pass", "derived from super"),
         ("import typing\nclass Spy:\n    pass\nmatch Spy():\n    case typing.sys:\n        pass", "the attribute sys, a module outside the allowed list"),
         # a class pattern's capture is bound before it is checked: what a read hands out as a stand-in is refused there
-        ("import functools\nmatch functools:\n    case object(update_wrapper=uw):\n        pass", "a class pattern capturing update_wrapper"),
-        ("import abc\nmatch abc:\n    case object(ABCMeta=M):\n        pass", "a class pattern capturing ABCMeta"),
+        ("import functools\nmatch functools:\n    case object(update_wrapper=uw):\n        pass", "a pattern capturing update_wrapper"),
+        ("import abc\nmatch abc:\n    case object(ABCMeta=M):\n        pass", "a pattern capturing ABCMeta"),
         # __import__ takes names of exactly str: a subclass's own __hash__ and __eq__ would answer the checks
         ("class S(str):\n    pass\n__import__('torch', None, None, [S('exp')])", "__import__ with a name that is not a str itself"),
         ("class S(str):\n    pass\n__import__(S('torch'))", "__import__ with a name that is not a str itself"),
@@ -257,6 +257,8 @@ def test_a_class_pattern_capture_is_checked_before_its_body():
         ("y = torch.vmap(lambda row: torch.addr(torch.zeros(2, 2), row[:2], row[1:]))(torch.ones(4, 3)).shape", "y == (4, 2, 2)"),
         ("y = f'{x.shape[0]}-{torch.__version__ != \"\"}'", "y == '2-True'"),
         ("match x.dtype:\n    case torch.float32:\n        y = 'f32'\n    case torch.float64:\n        y = 'f64'", "y == 'f32'"),
+        # a capture of what a read handed out (functools.wraps's checked stand-in) is the stand-in itself: no refusal
+        ("import functools\nmatch [functools.wraps]:\n    case [w]:\n        y = w is functools.wraps", "y"),
         (
             "import dataclasses\n@dataclasses.dataclass\nclass P:\n    rows: int\n    gelu_scale: float\n"
             "match P(2, 0.5):\n    case P(r, g):\n        y = (r, g)",

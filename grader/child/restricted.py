@@ -562,7 +562,7 @@ class Capabilities:
         capture would keep what the stand-in checks (update_wrapper copying any attribute)."""
         if self.check_value(value, "a value a class pattern read") is not value:
             self.refuse(
-                f"a class pattern capturing {_type_name(value) if _isinstance(value, type) else getattr(value, '__qualname__', 'a library function')}, "
+                f"a pattern capturing {_type_name(value) if _isinstance(value, type) else getattr(value, '__qualname__', 'a library function')}, "
                 "which the file may use only through its checked stand-in (read it as an attribute instead)"
             )
         return True
