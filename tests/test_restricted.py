@@ -165,6 +165,15 @@ def run(source: str) -> tuple[dict, list[str]]:
         # a class pattern's capture is bound before it is checked: what a read hands out as a stand-in is refused there
         ("import functools\nmatch functools:\n    case object(update_wrapper=uw):\n        pass", "a pattern capturing update_wrapper"),
         ("import abc\nmatch abc:\n    case object(ABCMeta=M):\n        pass", "a pattern capturing ABCMeta"),
+        # what a forbidden attribute names is refused by identity, also where no path leads: torch.no_grad(module)
+        # wraps the module with the real functools.wraps, copying its globals into a function's __dict__
+        ("import typing\nh = torch.no_grad(typing).get_type_hints", "typing.get_type_hints"),
+        ("import operator\na = torch.enable_grad(operator).attrgetter", "operator.attrgetter"),
+        # dataclasses' own code reads fields by the names in __dataclass_fields__: no class the file builds defines it,
+        # and it is no readable special attribute
+        ("import dataclasses\n@dataclasses.dataclass\nclass P:\n    a: int = 0\nf = P.__dataclass_fields__", "the special attribute __dataclass_fields__"),
+        ("T = type('T', (), {'__dataclass_fields__': {}})", "a class (T) defining __dataclass_fields__"),
+        ("class T:\n    __dataclass_fields__ = {}", "a class (T) defining __dataclass_fields__"),
         # __import__ takes names of exactly str: a subclass's own __hash__ and __eq__ would answer the checks
         ("class S(str):\n    pass\n__import__('torch', None, None, [S('exp')])", "__import__ with a name that is not a str itself"),
         ("class S(str):\n    pass\n__import__(S('torch'))", "__import__ with a name that is not a str itself"),
@@ -257,6 +266,16 @@ def test_a_class_pattern_capture_is_checked_before_its_body():
         ("y = torch.vmap(lambda row: torch.addr(torch.zeros(2, 2), row[:2], row[1:]))(torch.ones(4, 3)).shape", "y == (4, 2, 2)"),
         ("y = f'{x.shape[0]}-{torch.__version__ != \"\"}'", "y == '2-True'"),
         ("match x.dtype:\n    case torch.float32:\n        y = 'f32'\n    case torch.float64:\n        y = 'f64'", "y == 'f32'"),
+        # dataclasses' functions through their stand-ins; vars() of a dataclass hands out a copy of its fields
+        (
+            "import dataclasses\n@dataclasses.dataclass\nclass P:\n    a: int = 0\ny = (dataclasses.replace(P(1), a=2).a, dataclasses.asdict(P(3)))",
+            "y == (2, {'a': 3})",
+        ),
+        (
+            "import dataclasses\n@dataclasses.dataclass\nclass P:\n    a: int = 0\nclass F:\n    pass\n"
+            "vars(P)['__dataclass_fields__']['b'] = F()\ny = [f.name for f in dataclasses.fields(P(1))]",
+            "y == ['a']",
+        ),
         # a capture of what a read handed out (functools.wraps's checked stand-in) is the stand-in itself: no refusal
         ("import functools\nmatch [functools.wraps]:\n    case [w]:\n        y = w is functools.wraps", "y"),
         (

@@ -37,7 +37,8 @@ RAW_MEMORY_NAMES = frozenset(
 )
 # __getattr__ and __getattribute__ could hand out any of the above on demand; a class attribute named
 # __dict__ makes `obj.__dict__` (read by library code such as functools.update_wrapper) the file's data.
-DANGEROUS_CLASS_NAMES = RAW_MEMORY_NAMES | {"__getattr__", "__getattribute__", "__dict__"}
+# dataclasses' own code (replace, asdict, fields) reads the attributes __dataclass_fields__ names, unchecked.
+DANGEROUS_CLASS_NAMES = RAW_MEMORY_NAMES | {"__getattr__", "__getattribute__", "__dict__", "__dataclass_fields__", "__dataclass_params__"}
 HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (a class statement, type()), not one of C
 CLASS_LISTS = frozenset({"__mro__", "__bases__", "mro"})  # attributes whose values are classes in a list
 RELAYS = ("__getattr__", "__getattribute__", "__setattr__", "__delattr__")  # in Python, they can pass names on
@@ -156,7 +157,10 @@ class Capabilities:
         self._namespaces_seen = -1
         self.module_name = ""  # the submission's module, once namespace() is made
         self._substitutes: dict[int, Any] = {}  # id of a library function -> the checked version handed out instead
-        self._substituted_kinds: set[int] = set()  # ids of their classes: a value of another class is never one of them
+        # id of an object a forbidden attribute names (torch.load, typing.get_type_hints) -> its path: refused
+        # wherever it turns up, also where no path leads (a copy of a module's namespace in a function's __dict__)
+        self._refused_ids = _objects_named(self.modules, config["forbidden_attributes"])
+        self._substituted_kinds: set[int] = {kind for kind, _ in self._refused_ids.values()}  # ids of their classes, and below
         for original, replacement in self._make_substitutes():
             self._substitute(original, replacement)
         self.guarded_type = self._guarded_type()
@@ -254,6 +258,33 @@ class Capabilities:
 
             return wrap if cls is None else wrap(cls)
 
+        def fields_checked(obj: Any, function: str) -> None:
+            """Before dataclasses' own code reads obj's fields by their names (getattr(obj, f.name)):
+            each field along the class's MRO is a dataclasses.Field under its own name, one the
+            rules allow. A field put in a class's __dataclass_fields__ after the class was checked
+            would otherwise name any attribute."""
+            kind = obj if _isinstance(obj, type) else _type(obj)
+            for klass in _mro_of(kind):
+                fields = _dict_of(klass).get("__dataclass_fields__")
+                if fields is None:
+                    continue
+                if _type(fields) is not _dict:
+                    caps.refuse(f"dataclasses.{function} of a class whose __dataclass_fields__ dataclasses did not make")
+                for key, field in _dict.items(fields):
+                    name = _field_name(field)
+                    if _type(key) is not _str or _type(name) is not _str or name != key or not name.isidentifier() or _is_dunder(name):
+                        caps.refuse(f"dataclasses.{function} of a class with a field {key!r} that dataclasses did not make")
+                    if caps._unjudged_name_refused(name):
+                        caps.refuse(f"dataclasses.{function} of a class with a field named {name!r}, a name the rules refuse on some objects")
+
+        def reading_fields(function: Any) -> Any:
+            @functools.wraps(function)
+            def checked(obj: Any, *args: Any, **kwargs: Any) -> Any:
+                fields_checked(obj, function.__name__)
+                return caps.check_value(function(obj, *args, **kwargs), f"what dataclasses.{function.__name__} returned")
+
+            return checked
+
         def get_origin(tp: Any) -> Any:
             """typing.get_origin, its answer handed out as a read value is: typing.Type's origin is
             the real `type`."""
@@ -264,6 +295,7 @@ class Capabilities:
             (functools.wraps, wraps),
             (dataclasses.dataclass, dataclass),
             (typing.get_origin, get_origin),
+            *((function, reading_fields(function)) for function in (dataclasses.replace, dataclasses.asdict, dataclasses.astuple, dataclasses.fields)),
             (type.__new__, type_new),
         ]
 
@@ -313,7 +345,10 @@ class Capabilities:
             if key == "__dict__" and _type(namespace[key]) is GetSetDescriptorType:
                 continue  # the instances' own dictionary, which the interpreter puts in every class it builds
             if _type(key) is _str and key in DANGEROUS_CLASS_NAMES:
-                self.refuse(f"a class ({name}) defining {key} (it could hand numpy or torch a raw memory address, or pass attributes on)")
+                why = "it could hand numpy or torch a raw memory address, or pass attributes on"
+                if key.startswith("__dataclass"):
+                    why = "dataclasses' own code reads the attributes it names"
+                self.refuse(f"a class ({name}) defining {key} ({why})")
         match_args = namespace.get("__match_args__", ())
         if _type(match_args) is not _tuple or any(_type(a) is not _str or a.startswith("_") for a in match_args):
             self.refuse(f"__match_args__ of the class {name} naming private or special attributes")
@@ -411,7 +446,9 @@ class Capabilities:
             self._kinds[kind_id] = verdict
             self._kept_kinds.append(kind)
         if verdict == "":  # the most common: a tensor, a number (the substitutes are functions)
-            return self._substitutes.get(_id(value), value) if kind_id in self._substituted_kinds else value
+            return self._by_identity(value, what) if kind_id in self._substituted_kinds else value
+        if _id(value) in self._refused_ids:  # a class or an allowed module a forbidden attribute names
+            self.refuse(f"{what}, {self._refused_ids[_id(value)][1]} (it reaches files, compilers, code, operators by name or raw memory)")
         if verdict == "class":  # a class: a metaclass is handed out as its checked stand-in
             if _module_of(value) == self.module_name:
                 self._is_own_class(value)  # checked as the file's own, whatever built it
@@ -428,6 +465,14 @@ class Capabilities:
         elif verdict:
             self.refuse(f"{what}, {verdict}")
         return self._substitutes.get(_id(value), value)
+
+    def _by_identity(self, value: Any, what: str) -> Any:
+        """A value of a class some substituted or refused object has: its stand-in, refused, or itself."""
+        key = _id(value)
+        refused = self._refused_ids.get(key)
+        if refused is not None:
+            self.refuse(f"{what}, {refused[1]} (it reaches files, compilers, code, operators by name or raw memory)")
+        return self._substitutes.get(key, value)
 
     def _module_namespaces(self) -> set[int]:
         """ids of the namespaces of every loaded module (a function's globals are one of them)."""
@@ -644,7 +689,10 @@ class Capabilities:
         def vars(*args: Any) -> dict[str, Any]:  # noqa: A001
             if len(args) != 1 or not caps._owned_somewhere(args[0]) or _isinstance(args[0], FunctionType):
                 caps.refuse("vars() of anything but an instance or class of the file's own")
-            return _dict(_getattr(args[0], "__dict__"))
+            namespace = _dict(_getattr(args[0], "__dict__"))
+            if _type(namespace.get("__dataclass_fields__")) is _dict:  # a copy: dataclasses reads fields by the names there
+                namespace["__dataclass_fields__"] = _dict(namespace["__dataclass_fields__"])
+            return namespace
 
         def __import__(name: str, globals: Any = None, locals: Any = None, fromlist: Iterable[str] = (), level: int = 0) -> ModuleType:  # noqa: A001, A002
             # Names of exactly str (a statement passes nothing else): a str subclass's own __hash__ and
@@ -758,6 +806,38 @@ class RefusedSyntax(Exception):
     def __init__(self, line: int, message: str) -> None:
         super().__init__(f"line {line}: {message}")
         self.line = line
+
+
+_PLAIN_VALUES = (int, float, complex, str, bytes, bool, type(None), tuple, frozenset)
+_NAMED: dict[tuple, dict[int, tuple[int, str]]] = {}  # _objects_named's answers, by its arguments
+
+
+def _objects_named(modules: dict[int, ModuleType], patterns: list[str]) -> dict[int, tuple[int, str]]:
+    """id -> (id of its class, dotted path) of every object that a pattern of forbidden_attributes
+    names among the public attributes of the allowed modules and the own dictionaries of their
+    public classes (plain values left out: an int or a str is no capability, and is shared). Found
+    once per process and kept: the pool's server finds them before it forks."""
+    key = (tuple(sorted(modules)), tuple(patterns))
+    if key not in _NAMED:
+        matches = re.compile("|".join(fnmatch.translate(p) for p in patterns) or "(?!)").match
+        found: dict[int, tuple[int, str]] = {}
+
+        def consider(path: str, value: Any) -> None:
+            if not _isinstance(value, _PLAIN_VALUES) and matches(path) and _id(value) not in found:
+                found[_id(value)] = (_id(_type(value)), path)
+
+        for module in modules.values():
+            for name, value in list(vars(module).items()):
+                if name.startswith("_"):
+                    continue
+                path = f"{module.__name__}.{name}"
+                consider(path, value)
+                if _isinstance(value, type):
+                    for member, inner in list(_dict_of(value).items()):
+                        if not member.startswith("_"):
+                            consider(f"{path}.{member}", inner)
+        _NAMED[key] = found
+    return _NAMED[key]
 
 
 def _field_name(field: Any) -> Any:
