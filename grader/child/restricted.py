@@ -813,17 +813,24 @@ _NAMED: dict[tuple, dict[int, tuple[int, str]]] = {}  # _objects_named's answers
 
 
 def _objects_named(modules: dict[int, ModuleType], patterns: list[str]) -> dict[int, tuple[int, str]]:
-    """id -> (id of its class, dotted path) of every object that a pattern of forbidden_attributes
-    names among the public attributes of the allowed modules and the own dictionaries of their
-    public classes (plain values left out: an int or a str is no capability, and is shared). Found
-    once per process and kept: the pool's server finds them before it forks."""
+    """id -> (id of its class, dotted path) of every object that only paths a pattern of
+    forbidden_attributes names lead to, among the public attributes of the allowed modules and the
+    own dictionaries of their public classes: an object that an allowed path also leads to (the
+    module torch, as torch.autograd.torch), an allowed module, and plain values (an int or a str is
+    no capability, and is shared) are left out. Found once per process and kept: the pool's server
+    finds them before it forks."""
     key = (tuple(sorted(modules)), tuple(patterns))
     if key not in _NAMED:
         matches = re.compile("|".join(fnmatch.translate(p) for p in patterns) or "(?!)").match
         found: dict[int, tuple[int, str]] = {}
+        allowed: set[int] = set(modules)
 
         def consider(path: str, value: Any) -> None:
-            if not _isinstance(value, _PLAIN_VALUES) and matches(path) and _id(value) not in found:
+            if _isinstance(value, _PLAIN_VALUES):
+                return
+            if not matches(path):
+                allowed.add(_id(value))
+            elif _id(value) not in found:
                 found[_id(value)] = (_id(_type(value)), path)
 
         for module in modules.values():
@@ -836,7 +843,7 @@ def _objects_named(modules: dict[int, ModuleType], patterns: list[str]) -> dict[
                     for member, inner in list(_dict_of(value).items()):
                         if not member.startswith("_"):
                             consider(f"{path}.{member}", inner)
-        _NAMED[key] = found
+        _NAMED[key] = {ident: named for ident, named in found.items() if ident not in allowed}
     return _NAMED[key]
 
 
