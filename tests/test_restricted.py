@@ -174,6 +174,9 @@ def run(source: str) -> tuple[dict, list[str]]:
         ("import dataclasses\n@dataclasses.dataclass\nclass P:\n    a: int = 0\nf = P.__dataclass_fields__", "the special attribute __dataclass_fields__"),
         ("T = type('T', (), {'__dataclass_fields__': {}})", "a class (T) defining __dataclass_fields__"),
         ("class T:\n    __dataclass_fields__ = {}", "a class (T) defining __dataclass_fields__"),
+        # a class namespace's keys are str itself: a key's own __eq__ could say "no such name" to the checks, "yes" to numpy
+        ("Key = type('Key', (str,), {})\nW = type('W', (), {Key('__array_interface__'): {}})", "a key that is not a str itself"),
+        ("import abc\nclass K:\n    pass\nW = abc.ABCMeta('W', (), {K(): 1})", "a key that is not a str itself"),
         # __import__ takes names of exactly str: a subclass's own __hash__ and __eq__ would answer the checks
         ("class S(str):\n    pass\n__import__('torch', None, None, [S('exp')])", "__import__ with a name that is not a str itself"),
         ("class S(str):\n    pass\n__import__(S('torch'))", "__import__ with a name that is not a str itself"),

@@ -76,10 +76,18 @@ def _check_library_metaclasses() -> None:
                 _setattr(meta, "__new__", staticmethod(_checking_new(new.__func__)))
 
 
+def _defines_raw_memory(namespace: Any) -> bool:
+    """Whether a class's namespace defines a raw-memory special name, or has a key that is not a str
+    itself: such a key's own __hash__ and __eq__ could say it is no such name when checked and one
+    when numpy or torch looks the name up. No code of the file's runs here (each key's type is read
+    before the key is looked up)."""
+    return any(_type(key) is not _str or key in RAW_MEMORY_NAMES for key in namespace)
+
+
 def _checking_new(original: Callable[..., Any]) -> Callable[..., Any]:
     def __new__(mcls: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
         namespace = args[2] if len(args) > 2 else None
-        if _isinstance(namespace, _dict) and not RAW_MEMORY_NAMES.isdisjoint(_dict.copy(namespace)) and _CURRENT:
+        if _isinstance(namespace, _dict) and _defines_raw_memory(_dict.copy(namespace)) and _CURRENT:
             _CURRENT[0].refuse(f"a class ({args[0]}) defining a raw-memory special name, built by {_type_name(mcls)}")
         return original(mcls, *args, **kwargs)
 
@@ -342,6 +350,8 @@ class Capabilities:
 
     def _check_namespace(self, name: Any, namespace: Any) -> None:
         for key in namespace:
+            if _type(key) is not _str:  # its own __hash__ and __eq__ could answer a lookup for another name later
+                self.refuse(f"a class ({name}) built from a namespace with a key that is not a str itself")
             if key == "__dict__" and _type(namespace[key]) is GetSetDescriptorType:
                 continue  # the instances' own dictionary, which the interpreter puts in every class it builds
             if _type(key) is _str and key in DANGEROUS_CLASS_NAMES:
@@ -502,7 +512,7 @@ class Capabilities:
         memory address: one that no check saw being built."""
         known = self._raw_classes.get(_id(cls))
         if known is None:
-            known = any(_flags_of(k) & HEAP_TYPE and _id(k) not in self._type_paths and not RAW_MEMORY_NAMES.isdisjoint(_dict_of(k)) for k in _mro_of(cls))
+            known = any(_flags_of(k) & HEAP_TYPE and _id(k) not in self._type_paths and _defines_raw_memory(_dict_of(k)) for k in _mro_of(cls))
             self._raw_classes[_id(cls)] = known
             self._kept_kinds.append(cls)  # its id stays its own
         return known
