@@ -177,6 +177,10 @@ def run(source: str) -> tuple[dict, list[str]]:
         # a class namespace's keys are str itself: a key's own __eq__ could say "no such name" to the checks, "yes" to numpy
         ("Key = type('Key', (str,), {})\nW = type('W', (), {Key('__array_interface__'): {}})", "a key that is not a str itself"),
         ("import abc\nclass K:\n    pass\nW = abc.ABCMeta('W', (), {K(): 1})", "a key that is not a str itself"),
+        # a library metaclass building a class for the file: no __getattr__ of the file's, no member of enum's functional
+        # API that is neither a name nor a pair (a deque gave the check one name and enum another)
+        ("import abc\nM = abc.ABCMeta\nW = super(M, M).__new__(M, 'W', (), {'__getattr__': lambda self, name: 0})", "defining __getattr__, built by ABCMeta"),
+        ("import collections, enum\nclass B(enum.Enum):\n    pass\nE = B('E', [collections.deque(['A', 1])])", "neither a name nor a (name, value) pair"),
         # __import__ takes names of exactly str: a subclass's own __hash__ and __eq__ would answer the checks
         ("class S(str):\n    pass\n__import__('torch', None, None, [S('exp')])", "__import__ with a name that is not a str itself"),
         ("class S(str):\n    pass\n__import__(S('torch'))", "__import__ with a name that is not a str itself"),
@@ -279,6 +283,7 @@ def test_a_class_pattern_capture_is_checked_before_its_body():
             "vars(P)['__dataclass_fields__']['b'] = F()\ny = [f.name for f in dataclasses.fields(P(1))]",
             "y == ['a']",
         ),
+        ("import enum\nclass B(enum.Enum):\n    pass\nE = B('E', [('A', 1), ['B', 2], 'C'][:2])\ny = (E.A.value, E.B.value)", "y == (1, 2)"),
         # a capture of what a read handed out (functools.wraps's checked stand-in) is the stand-in itself: no refusal
         ("import functools\nmatch [functools.wraps]:\n    case [w]:\n        y = w is functools.wraps", "y"),
         (

@@ -84,11 +84,32 @@ def _defines_raw_memory(namespace: Any) -> bool:
     return any(_type(key) is not _str or key in RAW_MEMORY_NAMES for key in namespace)
 
 
+def _dangerous_name(namespace: dict, filename: str) -> str:
+    """What a namespace of a class a library metaclass builds while the submission runs defines
+    that it may not ("" if nothing): a raw-memory special name, the dataclass fields, a key that is
+    not a str itself (its own __hash__ and __eq__ could hide such a name from this very check), or a
+    __getattr__ or __getattribute__ (which can produce a raw-memory name when numpy asks) that is not
+    a Python function of a library's: torch's modules imported lazily build such classes (torch.vmap),
+    and the file can neither compile code nor make a function another file's."""
+    for key, value in _dict.items(namespace):
+        if _type(key) is not _str:
+            return "a key that is not a str itself"
+        if key in ("__getattr__", "__getattribute__"):
+            if _type(value) is not FunctionType or value.__code__.co_filename == filename:
+                return key
+        elif key in DANGEROUS_CLASS_NAMES and not (key == "__dict__" and _type(value) is GetSetDescriptorType):
+            return key
+    return ""
+
+
 def _checking_new(original: Callable[..., Any]) -> Callable[..., Any]:
     def __new__(mcls: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
         namespace = args[2] if len(args) > 2 else None
-        if _isinstance(namespace, _dict) and _defines_raw_memory(_dict.copy(namespace)) and _CURRENT:
-            _CURRENT[0].refuse(f"a class ({args[0]}) defining a raw-memory special name, built by {_type_name(mcls)}")
+        if _CURRENT and issubclass(_type(namespace), _dict):  # (the type read, not isinstance: no __class__ of the file's answers)
+            found = _dangerous_name(_dict.copy(namespace), _CURRENT[0].filename)
+            if found:
+                name = args[0] if _type(args[0]) is _str else "a class"
+                _CURRENT[0].refuse(f"a class ({name}) defining {found}, built by {_type_name(mcls)}")
         return original(mcls, *args, **kwargs)
 
     __new__.checked = True  # type: ignore[attr-defined]
@@ -219,12 +240,28 @@ class Capabilities:
         if not getattr(create, "checked", False):
 
             def _create_(cls: Any, class_name: Any, names: Any, **kwargs: Any) -> Any:
-                members = names.replace(",", " ").split() if _isinstance(names, _str) else names
-                for member in members if not _isinstance(members, _dict) else members.keys():
-                    name = member if _isinstance(member, _str) else member[0] if _isinstance(member, (_tuple, list)) and member else ""
-                    if not _isinstance(name, _str) or name.startswith("_"):
-                        _CURRENT[0].refuse(f"enum's functional API with the member name {name!r}")
-                return create(cls, class_name, names, **kwargs)
+                """The members as enum will read them, each checked: a str, or a pair (a tuple or a
+                list) whose name is a str, each of exactly those types, read once; enum is handed
+                that very list (a member of another type could give enum another name than it
+                gave this check)."""
+                if _type(names) is _str:
+                    members, checked = names.replace(",", " ").split(), names
+                elif _type(names) is _dict:
+                    members, checked = list(_dict.keys(names)), names
+                else:
+                    checked = []
+                    for member in names:
+                        if _type(member) is _str:
+                            checked.append(member)
+                        elif (_type(member) is _tuple or _type(member) is list) and len(member) == 2:
+                            checked.append((member[0], member[1]))
+                        else:
+                            _CURRENT[0].refuse("enum's functional API with a member that is neither a name nor a (name, value) pair")
+                    members = [member if _type(member) is _str else member[0] for member in checked]
+                for name in members:
+                    if _type(name) is not _str or name.startswith("_"):
+                        _CURRENT[0].refuse(f"enum's functional API with the member name {name if _type(name) is _str else 'of another type than str'!r}")
+                return create(cls, class_name, checked, **kwargs)
 
             _create_.checked = True  # type: ignore[attr-defined]
             enum.EnumType._create_ = _create_  # type: ignore[method-assign]
