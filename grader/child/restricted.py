@@ -308,7 +308,7 @@ class Capabilities:
             each field along the class's MRO is a dataclasses.Field under its own name, one the
             rules allow. A field put in a class's __dataclass_fields__ after the class was checked
             would otherwise name any attribute."""
-            kind = obj if _isinstance(obj, type) else _type(obj)
+            kind = obj if issubclass(_type(obj), type) else _type(obj)  # (the type read: no __class__ of the file's answers)
             for klass in _mro_of(kind):
                 fields = _dict_of(klass).get("__dataclass_fields__")
                 if fields is None:
@@ -318,7 +318,8 @@ class Capabilities:
                 for key, field in _dict.items(fields):
                     name = _field_name(field)
                     if _type(key) is not _str or _type(name) is not _str or name != key or not name.isidentifier() or _is_dunder(name):
-                        caps.refuse(f"dataclasses.{function} of a class with a field {key!r} that dataclasses did not make")
+                        shown = repr(key) if _type(key) is _str else "whose name is not a str itself"
+                        caps.refuse(f"dataclasses.{function} of a class with a field {shown} that dataclasses did not make")
                     if caps._unjudged_name_refused(name):
                         caps.refuse(f"dataclasses.{function} of a class with a field named {name!r}, a name the rules refuse on some objects")
 
