@@ -12,6 +12,7 @@ import hashlib
 import sys
 import textwrap
 import types
+import typing
 import warnings
 
 import pytest
@@ -390,3 +391,18 @@ def test_annotations_under_future_annotations_stay_as_written(monkeypatch):
     monkeypatch.setitem(sys.modules, "candidate_submission", module)
     exec(compile_submission(source, "future.py"), vars(module))  # noqa: S102
     assert found == [] and vars(module)["y"] == ["heads"]
+
+
+def test_a_class_built_out_of_sight_with_a_getattr_of_the_files_is_refused_wherever_it_is_met():
+    # abc once handed __subclasshook__ the real `type`: a class built with it, claiming torch as its
+    # module, is no class of the file's, and its __getattr__ could answer numpy's __array_interface__
+    capabilities = Capabilities({key: POLICY[key] for key in CHILD_POLICY} | {"submission": "sub.py"}, _raise)
+    written: dict = {}
+    exec(compile("def leak(self, name):\n    return 0\n", "sub.py", "exec"), written)  # noqa: S102
+    raw = type("Raw", (), {"__getattr__": written["leak"], "__module__": "torch"})
+    with pytest.raises(Refused, match="raw memory"):
+        capabilities.check_value(raw, "a value a call returned")
+    with pytest.raises(Refused, match="raw memory"):
+        capabilities.check_value(raw(), "a value a call returned")
+    library = type("Alias", (), {"__getattr__": typing._GenericAlias.__getattr__, "__module__": "typing"})
+    assert capabilities.check_value(library(), "a value a call returned") is not None  # a library's own __getattr__

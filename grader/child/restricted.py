@@ -39,6 +39,11 @@ RAW_MEMORY_NAMES = frozenset(
 # __dict__ makes `obj.__dict__` (read by library code such as functools.update_wrapper) the file's data.
 # dataclasses' own code (replace, asdict, fields) reads the attributes __dataclass_fields__ names, unchecked.
 DANGEROUS_CLASS_NAMES = RAW_MEMORY_NAMES | {"__getattr__", "__getattribute__", "__dict__", "__dataclass_fields__", "__dataclass_params__"}
+# Special methods the interpreter or a library calls with values the file did not choose (abc hands
+# __subclasshook__ the real `type`): no class the file builds defines them.
+CALLBACK_NAMES = frozenset(
+    {"__subclasshook__", "__instancecheck__", "__subclasscheck__", "__init_subclass__", "__set_name__", "__class_getitem__", "__mro_entries__", "__prepare__"}
+)
 HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (a class statement, type()), not one of C
 CLASS_LISTS = frozenset({"__mro__", "__bases__", "mro"})  # attributes whose values are classes in a list
 RELAYS = ("__getattr__", "__getattribute__", "__setattr__", "__delattr__")  # in Python, they can pass names on
@@ -82,6 +87,18 @@ def _defines_raw_memory(namespace: Any) -> bool:
     when numpy or torch looks the name up. No code of the file's runs here (each key's type is read
     before the key is looked up)."""
     return any(_type(key) is not _str or key in RAW_MEMORY_NAMES for key in namespace)
+
+
+def _getter_of_the_file(namespace: Any, filename: str) -> bool:
+    """Whether a namespace holds a __getattr__ or __getattribute__ that is not a library's own Python
+    function (one the file wrote, or anything else): it could produce a raw-memory name when numpy
+    asks. The file cannot compile code nor make a function another file's."""
+    for key in ("__getattr__", "__getattribute__"):
+        if key in namespace:
+            value = namespace[key]
+            if _type(value) is not FunctionType or value.__code__.co_filename == filename:
+                return True
+    return False
 
 
 def _dangerous_name(namespace: dict, filename: str) -> str:
@@ -392,6 +409,8 @@ class Capabilities:
                 self.refuse(f"a class ({name}) built from a namespace with a key that is not a str itself")
             if key == "__dict__" and _type(namespace[key]) is GetSetDescriptorType:
                 continue  # the instances' own dictionary, which the interpreter puts in every class it builds
+            if _type(key) is _str and key in CALLBACK_NAMES:
+                self.refuse(f"a class ({name}) defining {key} (the interpreter calls it with values the checks never see)")
             if _type(key) is _str and key in DANGEROUS_CLASS_NAMES:
                 why = "it could hand numpy or torch a raw memory address, or pass attributes on"
                 if key.startswith("__dataclass"):
@@ -547,10 +566,16 @@ class Capabilities:
     def _raw_memory_class(self, cls: type) -> bool:
         """Whether a class made at run time (not a public class of the allowed modules, nor one of
         C) defines, or inherits from such a class, a special name that hands numpy or torch a raw
-        memory address: one that no check saw being built."""
+        memory address, or a __getattr__ of the file's that could produce one: one that no check saw
+        being built."""
         known = self._raw_classes.get(_id(cls))
         if known is None:
-            known = any(_flags_of(k) & HEAP_TYPE and _id(k) not in self._type_paths and _defines_raw_memory(_dict_of(k)) for k in _mro_of(cls))
+            known = any(
+                _flags_of(k) & HEAP_TYPE
+                and _id(k) not in self._type_paths
+                and (_defines_raw_memory(_dict_of(k)) or _getter_of_the_file(_dict_of(k), self.filename))
+                for k in _mro_of(cls)
+            )
             self._raw_classes[_id(cls)] = known
             self._kept_kinds.append(cls)  # its id stays its own
         return known
