@@ -112,7 +112,7 @@ def _dangerous_name(namespace: dict, filename: str) -> str:
         if _type(key) is not _str:
             return "a key that is not a str itself"
         if key in ("__getattr__", "__getattribute__"):
-            if _type(value) is not FunctionType or value.__code__.co_filename == filename:
+            if _getter_of_the_file({key: value}, filename):
                 return key
         elif key in DANGEROUS_CLASS_NAMES and not (key == "__dict__" and _type(value) is GetSetDescriptorType):
             return key
