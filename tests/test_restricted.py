@@ -37,8 +37,9 @@ class Refused(RuntimeError):
     pass
 
 
-def run(source: str) -> tuple[dict, list[str]]:
-    """The snippet's globals after it ran (or stopped at its first refusal), and what was refused."""
+def run(source: str, library: dict | None = None) -> tuple[dict, list[str]]:
+    """The snippet's globals after it ran (or stopped at its first refusal), and what was refused.
+    `library`: names the snippet finds in its globals, standing for library code (not rewritten)."""
     found: list[str] = []
 
     def refuse(what: str) -> None:
@@ -47,7 +48,7 @@ def run(source: str) -> tuple[dict, list[str]]:
 
     filename = f"snippet_{hashlib.sha256(source.encode()).hexdigest()[:8]}.py"
     capabilities = Capabilities({key: POLICY[key] for key in CHILD_POLICY} | {"submission": filename}, refuse)
-    namespace = capabilities.namespace("candidate_submission")
+    namespace = capabilities.namespace("candidate_submission") | (library or {})
     try:
         exec(compile_submission(PRELUDE + textwrap.dedent(source), filename), namespace)  # noqa: S102
     except Refused:
@@ -406,3 +407,61 @@ def test_a_class_built_out_of_sight_with_a_getattr_of_the_files_is_refused_where
         capabilities.check_value(raw(), "a value a call returned")
     library = type("Alias", (), {"__getattr__": typing._GenericAlias.__getattr__, "__module__": "typing"})
     assert capabilities.check_value(library(), "a value a call returned") is not None  # a library's own __getattr__
+
+
+class _Handing:
+    """Library code that hands the file's code a value the file never read: `sys`, as a callback's
+    argument, as what a context manager's __enter__ returns, as what is sent into a generator."""
+
+    def call_back(self, function):
+        return function(sys)
+
+    def __enter__(self):
+        return sys
+
+    def __exit__(self, *exception):
+        return False
+
+    def send_into(self, generator):
+        next(generator)
+        return generator.send(sys)
+
+
+@pytest.mark.parametrize(
+    "source, named",
+    [
+        ("def cb(m):\n    return m\ny = lib.call_back(cb)", "the argument m of cb(), a module outside the allowed list"),
+        ("def cb(*ms):\n    return ms\ny = lib.call_back(cb)", None),  # a tuple: each item is checked when read
+        ("def cb(*ms):\n    return ms[0]\ny = lib.call_back(cb)", "an item, a module outside the allowed list"),
+        ("y = lib.call_back(lambda m: m)", "the argument m of a lambda, a module outside the allowed list"),
+        ("class K:\n    def method(self, m):\n        return m\ny = lib.call_back(K().method)", "the argument m of method()"),
+        ("with lib as m:\n    y = m", "the value `with ... as m` bound, a module outside the allowed list"),
+        ("def gen():\n    got = yield 1\n    yield got.__name__\ny = lib.send_into(gen())", "a value sent into a generator, a module outside the allowed list"),
+        # an exception's traceback leads to frames ('{0.tb_frame.f_globals}'.format(tb) reads their text)
+        (
+            "class Quiet:\n    def __enter__(self):\n        return self\n    def __exit__(self, kind, error, tb):\n        return True\n"
+            "with Quiet():\n    1 / 0",
+            "the argument tb of __exit__(), Python's machinery (traceback)",
+        ),
+    ],
+)
+def test_values_library_code_hands_the_files_code_are_checked_where_they_enter(source, named):
+    namespace, found = run(source, {"lib": _Handing()})
+    if named is None:
+        assert found == [] and namespace["y"] == (sys,)
+    else:
+        assert len(found) == 1 and named in found[0], found
+        assert "y" not in namespace
+
+
+def test_values_the_files_own_code_binds_stay_as_they_were():
+    source = (
+        "def scale(v, /, k=2, *rest, by=1, **more):\n    'doc'\n    return v * k * by + len(rest) + len(more)\n"
+        "class Box:\n    def __enter__(self):\n        return self\n    def __exit__(self, *a):\n        return False\n"
+        "def gen():\n    got = yield 1\n    yield got\ng2 = gen()\nnext(g2)\n"
+        "with Box() as (b):\n    try:\n        raise ValueError('v')\n    except ValueError as e:\n        caught = e\n"
+        "y = (scale(1, 3, 0, 0, by=2, z=1), sorted([3, 1, 2], key=lambda n: -n), type(b).__name__, str(caught), g2.send(5), scale.__doc__)"
+    )
+    namespace, found = run(source)
+    assert found == []
+    assert namespace["y"] == (9, [3, 2, 1], "Box", "v", 5, "doc")

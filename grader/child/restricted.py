@@ -27,6 +27,7 @@ from typing import Any, NoReturn
 PREFIX = "__mlm_"  # names the rewrite adds; a file may not use names starting with it
 NAMES = ("getattr", "getitem", "write", "own_class", "check", "subject", "augmented_attribute", "augmented_item", "result", "items", "unpacked", "decorator")
 GETATTR, GETITEM, WRITE, OWN_CLASS, CHECK, SUBJECT, AUGMENTED_ATTRIBUTE, AUGMENTED_ITEM, RESULT, ITEMS, UNPACKED, DECORATOR = (f"{PREFIX}{n}__" for n in NAMES)
+BOUND = f"{PREFIX}bound__"
 
 # Names the documented APIs of namedtuple and enum start with an underscore.
 PUBLIC_PRIVATE_NAMES = frozenset({"_make", "_asdict", "_fields", "_replace", "_field_defaults", "_value_", "_name_", "_missing_"})
@@ -669,6 +670,12 @@ class Capabilities:
             return values
         return [self.unpacked(v, inner) for v, inner in zip(values, shape, strict=True)]
 
+    def bound(self, value: Any, what: str, line: int = 0) -> Any:
+        """A value bound to a name of the file's by someone else: a parameter of the file's function
+        (library code calls it back: a sort key, a hook, __exit__, a special method), `with ... as`,
+        `except ... as`. Checked as a call's result is, before the function's or block's first line."""
+        return self.check_value(value, what)
+
     def decorator(self, function: Any, line: int = 0) -> Callable[[Any], Any]:
         """A decorator, whose result is checked as a call's is (applying it is a call no syntax shows)."""
         return lambda decorated: self.check_value(function(decorated), "what a decorator returned")
@@ -855,6 +862,7 @@ class Capabilities:
             ITEMS: self.items,
             UNPACKED: self.unpacked,
             DECORATOR: self.decorator,
+            BOUND: self.bound,
             AUGMENTED_ATTRIBUTE: self.augmented_attribute,
             AUGMENTED_ITEM: self.augmented_item,
         }
@@ -1024,13 +1032,59 @@ def _rewrite_case(case: ast.match_case) -> None:
         case.guard = ast.copy_location(ast.BoolOp(op=ast.And(), values=values), case.pattern) if len(values) > 1 else values[0]
 
 
+def _parameters(arguments: ast.arguments) -> list[str]:
+    every = [*arguments.posonlyargs, *arguments.args, arguments.vararg, *arguments.kwonlyargs, arguments.kwarg]
+    return [a.arg for a in every if a is not None]
+
+
+def _stored_names(target: ast.AST | None) -> list[str]:
+    """The plain names a `with ... as` target binds (an attribute or item is checked when read)."""
+    if target is None:
+        return []
+    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+
+
+def _checked_binding(name: str, what: str, node: ast.AST) -> ast.Call:
+    """`__mlm_bound__(name, what, line)`: the value someone else bound to `name`, checked."""
+    return _call(BOUND, node, ast.Name(id=name, ctx=ast.Load()), ast.Constant(what.format(name)))
+
+
+def _checked_bindings(names: list[str], what: str, node: ast.AST) -> list[ast.stmt]:
+    """`name = __mlm_bound__(name, what, line)` for each name."""
+    return [ast.copy_location(ast.Assign(targets=[ast.Name(id=n, ctx=ast.Store())], value=_checked_binding(n, what, node)), node) for n in names]
+
+
+def _check_bindings(node: ast.AST) -> None:
+    """Values bound by someone else than the file's code are checked where they enter: the
+    parameters of every function the file writes (library code calls them back with its own
+    values: a sort key, a hook, a special method, __exit__ with a traceback), the names of
+    `with ... as` and `except ... as`."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        docstring = isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant) and isinstance(node.body[0].value.value, str)
+        at = 1 if docstring else 0
+        node.body[at:at] = _checked_bindings(_parameters(node.args), f"the argument {{}} of {node.name}()", node)
+    elif isinstance(node, ast.Lambda) and _parameters(node.args):
+        # no statement fits in a lambda: `lambda x: body` becomes `lambda x: body if (x := check(x),) else None`
+        names = _parameters(node.args)
+        checks = [ast.NamedExpr(target=ast.Name(id=n, ctx=ast.Store()), value=_checked_binding(n, "the argument {} of a lambda", node)) for n in names]
+        node.body = ast.copy_location(ast.IfExp(test=ast.Tuple(elts=checks, ctx=ast.Load()), body=node.body, orelse=ast.Constant(None)), node.body)
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        names = [name for item in node.items for name in _stored_names(item.optional_vars)]
+        node.body[0:0] = _checked_bindings(names, "the value `with ... as {}` bound", node)
+    elif isinstance(node, ast.ExceptHandler) and node.name:
+        node.body[0:0] = _checked_bindings([node.name], "the exception `except ... as {}` bound", node)
+
+
 def _rewrite_child(node: ast.AST) -> ast.AST:
     """The node that replaces `node` in its parent: reads, writes and classes through Capabilities."""
-    if isinstance(node, ast.Call) and not getattr(node, "checked", False):
-        if isinstance(node.func, ast.Name) and node.func.id.startswith(PREFIX):
+    if isinstance(node, (ast.Call, ast.Yield, ast.YieldFrom, ast.Await)) and not getattr(node, "checked", False):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.startswith(PREFIX):
             return node  # a call the rewrite put here
         node.checked = True  # type: ignore[attr-defined] - visited again as the argument of its check
-        return _call(RESULT, node, node)
+        if isinstance(node, ast.Call):
+            return _call(RESULT, node, node)
+        return _call(BOUND, node, node, ast.Constant("what `await` returned" if isinstance(node, ast.Await) else "a value sent into a generator"))
+    _check_bindings(node)
     if isinstance(node, ast.For) or (isinstance(node, ast.comprehension) and not node.is_async):
         node.iter = _call(ITEMS, node.iter, node.iter, ast.Constant(_shape(node.target)))
     elif isinstance(node, ast.Assign) and all(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
