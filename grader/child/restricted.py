@@ -145,6 +145,19 @@ def _writable_types() -> tuple[type, ...]:
 
 
 WRITABLE = _writable_types()
+TORCH_SIZE = __import__("torch").Size  # a tuple of ints, by construction
+# Containers whose items library code can take out unseen; each is read with its built-in type's own iterator.
+_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
+CONTAINERS = (list, tuple, dict, set, frozenset, *_VIEWS)
+
+
+def _contents_of(container: Any) -> Iterable[Any]:
+    """The items of a container (a dict's keys and values), read in C: no method of a subclass runs."""
+    kind = type(container)
+    for base in CONTAINERS:
+        if issubclass(kind, base):
+            return [*dict.__iter__(container), *dict.values(container)] if base is dict else base.__iter__(container)
+    return ()
 
 
 def _is_dunder(name: str) -> bool:
@@ -186,9 +199,10 @@ class Capabilities:
         operators = re.compile("|".join(fnmatch.translate(p) for p in config["forbidden_operators"]) or "(?!)")
         self._forbidden_function = lambda name: name in functions or operators.match(name) is not None
         # A name read where the object cannot be judged (a dataclass's own code, a class pattern):
-        # refused when it is a forbidden function's or matches a forbidden attribute's last part.
+        # refused when it is a forbidden function's, matches a forbidden attribute's last part, or
+        # is one whose value a read hands out checked item by item (mro() lists the real `type`).
         last_parts = [p.rpartition(".")[2] for p in config["forbidden_attributes"]]
-        self._unjudged_name_refused = lambda name: name in functions or any(fnmatch.fnmatchcase(name, last) for last in last_parts)
+        self._unjudged_name_refused = lambda name: name in functions or name in CLASS_LISTS or any(fnmatch.fnmatchcase(name, last) for last in last_parts)
         self._attributes = [(p, p.rpartition(".")[2]) for p in config["forbidden_attributes"]]
         self._challenge_attributes = tuple(config.get("challenge_attributes", ()))  # the package's own (grader/spec.py merge_policy)
         self._type_paths = self._public_type_paths()
@@ -200,7 +214,7 @@ class Capabilities:
         self._raw_classes: dict[int, bool] = {}  # id of a class -> whether it hands out raw memory
         self._checked: dict[int, type] = {}  # id of a metaclass -> its checked stand-in
         self._checked_ids: set[int] = set()
-        self._namespaces: set[int] = set()
+        self._namespaces: dict[int, Any] = {}  # id of a module's globals -> the globals (kept: no other object takes its id)
         self._namespaces_seen = -1
         self.module_name = ""  # the submission's module, once namespace() is made
         self._substitutes: dict[int, Any] = {}  # id of a library function -> the checked version handed out instead
@@ -502,9 +516,10 @@ class Capabilities:
         kind = obj if _isinstance(obj, type) else _type(obj)
         return self._is_own_function(obj) or any(self._is_own_class(k) for k in _mro_of(kind))
 
-    def check_value(self, value: Any, what: str) -> Any:
+    def check_value(self, value: Any, what: str, shallow: bool = False) -> Any:
         """Refuse a value that reaches the interpreter or the grader. Judged by its class, looked up
-        by identity (a class of the file's cannot answer for another)."""
+        by identity (a class of the file's cannot answer for another); a container with its items
+        (shallow: without them, for the walk over them)."""
         kind = _type(value)
         kind_id = _id(kind)
         try:
@@ -523,9 +538,11 @@ class Capabilities:
             if self._raw_memory_class(value):
                 self.refuse(f"{what}, the class {_type_name(value)}, which hands numpy or torch a raw memory address")
             return self.checked_metaclass(value) if issubclass(value, type) else value
-        if verdict == "dict":
-            if _id(value) in self._module_namespaces():
+        if verdict == "container":
+            if kind is _dict and _id(value) in self._module_namespaces():
                 self.refuse(f"{what}, the globals of a module")
+            if not shallow:
+                self._check_contents(value, what)
             return value
         if verdict == "module":
             if _id(value) not in self.modules:
@@ -533,6 +550,24 @@ class Capabilities:
         elif verdict:
             self.refuse(f"{what}, {verdict}")
         return self._substitutes.get(_id(value), value)
+
+    def _check_contents(self, container: Any, what: str) -> None:
+        """Every item of a list, tuple, dict, set or dict view, and of the containers inside it, judged
+        as it would be taken out: library code takes items out where no check sees them (f(*items),
+        functools.partial, map), so a container holding what a read would hand out as a stand-in
+        (the real `type`, the real built-ins) or refuse is refused. Read with the built-in types' own
+        iterators, so no method of a subclass runs; a walk with a stack, each container once."""
+        seen = {_id(container)}
+        stack = [container]
+        while stack:
+            inner = stack.pop()
+            for item in [*_contents_of(inner)]:
+                if self.check_value(item, what, shallow=True) is not item:
+                    shown = _type_name(item) if _isinstance(item, type) else _getattr(item, "__qualname__", _type_name(_type(item)))
+                    self.refuse(f"{what}, a container holding {shown}, which the file may use only as an attribute read hands it out (read it that way)")
+                if self._kinds[_id(_type(item))] == "container" and _id(item) not in seen:
+                    seen.add(_id(item))
+                    stack.append(item)
 
     def _by_identity(self, value: Any, what: str) -> Any:
         """A value of a class some substituted or refused object has: its stand-in, refused, or itself."""
@@ -542,16 +577,20 @@ class Capabilities:
             self.refuse(f"{what}, {refused[1]} (it reaches files, compilers, code, operators by name or raw memory)")
         return self._substitutes.get(key, value)
 
-    def _module_namespaces(self) -> set[int]:
-        """ids of the namespaces of every loaded module (a function's globals are one of them)."""
+    def _module_namespaces(self) -> dict[int, Any]:
+        """The namespaces of every module loaded so far (a function's globals are one of them), by
+        id. Each is kept, so that a dict made after its module is gone cannot take its id."""
         if len(sys.modules) != self._namespaces_seen:
-            self._namespaces = {_id(getattr(m, "__dict__", None)) for m in list(sys.modules.values())}
+            for module in list(sys.modules.values()):
+                namespace = getattr(module, "__dict__", None)
+                if _type(namespace) is _dict:
+                    self._namespaces[_id(namespace)] = namespace
             self._namespaces_seen = len(sys.modules)
         return self._namespaces
 
     def _judge_kind(self, kind: type, value: Any) -> str:
-        if kind is dict:
-            return "dict"
+        if kind is not TORCH_SIZE and issubclass(kind, CONTAINERS):
+            return "container"
         if issubclass(kind, type) and not _torch_internal(value):
             return "class"
         if issubclass(kind, ModuleType):
@@ -1038,7 +1077,7 @@ def _parameters(arguments: ast.arguments) -> list[str]:
 
 
 def _stored_names(target: ast.AST | None) -> list[str]:
-    """The plain names a `with ... as` target binds (an attribute or item is checked when read)."""
+    """The plain names a `with ... as` or `async for` target binds (an attribute or item is checked when read)."""
     if target is None:
         return []
     return [n.id for n in ast.walk(target) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
@@ -1071,6 +1110,10 @@ def _check_bindings(node: ast.AST) -> None:
     elif isinstance(node, (ast.With, ast.AsyncWith)):
         names = [name for item in node.items for name in _stored_names(item.optional_vars)]
         node.body[0:0] = _checked_bindings(names, "the value `with ... as {}` bound", node)
+    elif isinstance(node, ast.AsyncFor):  # its items come from an asynchronous iterator, which the loop's own check cannot wrap
+        node.body[0:0] = _checked_bindings(_stored_names(node.target), "the value `async for {}` bound", node)
+    elif isinstance(node, ast.comprehension) and node.is_async:
+        raise RefusedSyntax(getattr(node.iter, "lineno", 0), "an asynchronous comprehension (its items cannot be checked: write an `async for` loop)")
     elif isinstance(node, ast.ExceptHandler) and node.name:
         node.body[0:0] = _checked_bindings([node.name], "the exception `except ... as {}` bound", node)
 
