@@ -467,6 +467,14 @@ class _Handing:
         ("import functools\nmake = functools.partial(*lib.classes()[0][1], 'Raw', (), {})", "a value a call returned, a container holding type"),
         ("y = [*lib.keyed()]", "a value a call returned, a container holding getattr"),
         ("match type:\n    case object(mro=m):\n        y = m(type)", "a class pattern reading the attribute 'mro'"),
+        # library code writes an instance's own __dict__ with names of the file's choosing; numpy reads them there
+        (
+            "import functools, numpy\nclass CP(functools.cached_property):\n    pass\ncp = CP(lambda self: {'data': (id(numpy), False), "
+            "'shape': (4,), 'typestr': '|u1', 'version': 3})\nclass Holder:\n    data = cp\ncp.attrname = '__array_interface__'\nh = Holder()\n"
+            "h.data\ny = numpy.asarray(h)",
+            "an object of the class Holder whose own __dict__ holds __array_interface__",
+        ),
+        ("class Box:\n    def __reduce__(self):\n        return (Box, ())\ny = Box()", "a class (Box) defining __reduce__ (copy builds objects"),
         # an exception's traceback leads to frames ('{0.tb_frame.f_globals}'.format(tb) reads their text)
         (
             "class Quiet:\n    def __enter__(self):\n        return self\n    def __exit__(self, kind, error, tb):\n        return True\n"
@@ -504,3 +512,14 @@ def test_a_container_is_read_with_the_built_in_iterators_and_honest_containers_p
     namespace, found = run(source)
     assert found == []
     assert len(namespace["y"][2]) == 2 and namespace["y"][1][0][0] == "a"
+
+
+def test_objects_of_the_files_classes_still_go_to_numpy_and_torch_as_before():
+    source = (
+        "import numpy\nclass Plain:\n    pass\nclass Arr(numpy.ndarray):\n    pass\nclass T(torch.Tensor):\n    pass\n"
+        "a = numpy.zeros(3).view(Arr)\nt = torch.ones(2).as_subclass(T)\n"
+        "y = (numpy.asarray(Plain()).dtype == object, float(numpy.asarray(a + 1).sum()), float((t * 2).sum()), torch.as_tensor(numpy.asarray(a)).shape)"
+    )
+    namespace, found = run(source)
+    assert found == []
+    assert namespace["y"] == (True, 3.0, 4.0, (3,))

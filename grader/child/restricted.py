@@ -45,6 +45,9 @@ DANGEROUS_CLASS_NAMES = RAW_MEMORY_NAMES | {"__getattr__", "__getattribute__", "
 CALLBACK_NAMES = frozenset(
     {"__subclasshook__", "__instancecheck__", "__subclasscheck__", "__init_subclass__", "__set_name__", "__class_getitem__", "__mro_entries__", "__prepare__"}
 )
+# The copy protocol: copy.deepcopy (which dataclasses.asdict runs on field values) calls them and
+# builds an object, of any class, from what they return, its state written straight into its __dict__.
+COPY_NAMES = frozenset({"__reduce__", "__reduce_ex__", "__getstate__", "__setstate__", "__copy__", "__deepcopy__"})
 HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (a class statement, type()), not one of C
 CLASS_LISTS = frozenset({"__mro__", "__bases__", "mro"})  # attributes whose values are classes in a list
 RELAYS = ("__getattr__", "__getattribute__", "__setattr__", "__delattr__")  # in Python, they can pass names on
@@ -82,12 +85,45 @@ def _check_library_metaclasses() -> None:
                 _setattr(meta, "__new__", staticmethod(_checking_new(new.__func__)))
 
 
+class _ClassOnly:
+    """Put under each raw-memory special name in every class of the file's: numpy and torch read
+    those names on an instance, where its own __dict__ would answer first, and library code writes
+    an instance's __dict__ with names of the file's choosing (functools.cached_property, copy's
+    state). As a data descriptor it answers first: with what a class of the MRO defines (a
+    library base class's own), never with what an instance holds."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is not None and _CURRENT and self.name in (_getattr(obj, "__dict__", None) or ()):  # (no class of the file's defines __dict__)
+            _CURRENT[0].refuse(f"an object of the class {_type_name(_type(obj))} whose own __dict__ holds {self.name}, read by numpy or torch (raw memory)")
+        for klass in _mro_of(owner if owner is not None else _type(obj)):
+            value = _dict_of(klass).get(self.name, _ABSENT)
+            if value is not _ABSENT and _type(value) is not _ClassOnly:
+                getter = _getattr(_type(value), "__get__", None)
+                return value if getter is None else getter(value, obj, owner)
+        raise AttributeError(self.name)
+
+    def __set__(self, obj: Any, value: Any) -> NoReturn:
+        raise AttributeError(f"{self.name} cannot be set on an object of the file's")
+
+    def __delete__(self, obj: Any) -> NoReturn:
+        raise AttributeError(f"{self.name} cannot be deleted on an object of the file's")
+
+
+_ABSENT = object()
+_CLASS_ONLY = {name: _ClassOnly(name) for name in RAW_MEMORY_NAMES}
+
+
 def _defines_raw_memory(namespace: Any) -> bool:
-    """Whether a class's namespace defines a raw-memory special name, or has a key that is not a str
-    itself: such a key's own __hash__ and __eq__ could say it is no such name when checked and one
-    when numpy or torch looks the name up. No code of the file's runs here (each key's type is read
-    before the key is looked up)."""
-    return any(_type(key) is not _str or key in RAW_MEMORY_NAMES for key in namespace)
+    """Whether a class's namespace defines a raw-memory special name (other than as _ClassOnly), or
+    has a key that is not a str itself: such a key's own __hash__ and __eq__ could say it is no such
+    name when checked and one when numpy or torch looks the name up. No code of the file's runs here
+    (each key's type is read before the key is looked up)."""
+    return any(_type(key) is not _str or (key in RAW_MEMORY_NAMES and _type(namespace[key]) is not _ClassOnly) for key in namespace)
 
 
 def _getter_of_the_file(namespace: Any, filename: str) -> bool:
@@ -128,7 +164,10 @@ def _checking_new(original: Callable[..., Any]) -> Callable[..., Any]:
             if found:
                 name = args[0] if _type(args[0]) is _str else "a class"
                 _CURRENT[0].refuse(f"a class ({name}) defining {found}, built by {_type_name(mcls)}")
-        return original(mcls, *args, **kwargs)
+        made = original(mcls, *args, **kwargs)
+        if _CURRENT and _isinstance(made, type) and _module_of(made) == _CURRENT[0].module_name:
+            _CURRENT[0].own_class(made)  # the file's, even where C code called the metaclass: checked and guarded at once
+        return made
 
     __new__.checked = True  # type: ignore[attr-defined]
     __new__.__wrapped__ = original  # type: ignore[attr-defined]
@@ -402,6 +441,9 @@ class Capabilities:
                     relays = [n for n in RELAYS if _type(_dict_of(klass).get(n)) is FunctionType]
                     if relays:
                         self.refuse(f"a class ({_type_name(cls)}) derived from {_type_name(klass)}, whose {relays[0]} passes attributes on to another object")
+            if not issubclass(cls, type):  # (a class's own namespace is checked: no metaclass needs them)
+                for name, guard in _CLASS_ONLY.items():
+                    _type.__setattr__(cls, name, guard)  # type's own: no __setattr__ of a metaclass runs
             self.own_ids.add(_id(cls))
             self._own.append(cls)
         return cls
@@ -426,6 +468,8 @@ class Capabilities:
                 continue  # the instances' own dictionary, which the interpreter puts in every class it builds
             if _type(key) is _str and key in CALLBACK_NAMES:
                 self.refuse(f"a class ({name}) defining {key} (the interpreter calls it with values the checks never see)")
+            if _type(key) is _str and key in COPY_NAMES:
+                self.refuse(f"a class ({name}) defining {key} (copy builds objects from what it returns, out of the checks' sight)")
             if _type(key) is _str and key in DANGEROUS_CLASS_NAMES:
                 why = "it could hand numpy or torch a raw memory address, or pass attributes on"
                 if key.startswith("__dataclass"):
@@ -808,7 +852,7 @@ class Capabilities:
         def vars(*args: Any) -> dict[str, Any]:  # noqa: A001
             if len(args) != 1 or not caps._owned_somewhere(args[0]) or _isinstance(args[0], FunctionType):
                 caps.refuse("vars() of anything but an instance or class of the file's own")
-            namespace = _dict(_getattr(args[0], "__dict__"))
+            namespace = {k: v for k, v in _dict(_getattr(args[0], "__dict__")).items() if _type(v) is not _ClassOnly}
             if _type(namespace.get("__dataclass_fields__")) is _dict:  # a copy: dataclasses reads fields by the names there
                 namespace["__dataclass_fields__"] = _dict(namespace["__dataclass_fields__"])
             return namespace
