@@ -452,6 +452,12 @@ class _Handing:
     def keyed(self):
         return {getattr: 1}
 
+    def bound(self, function, which):
+        """A bound method read where no check saw it (torch's deepcopy reads a class's __slotnames__)."""
+        tensor = torch.ones(2)
+        methods = {"c": tensor.untyped_storage, "wrapper": tensor.__getattribute__, "python": types.MethodType(torch.Tensor.storage, tensor)}
+        return function(methods[which])
+
 
 @pytest.mark.parametrize(
     "source, named",
@@ -475,6 +481,15 @@ class _Handing:
             "an object of the class Holder whose own __dict__ holds __array_interface__",
         ),
         ("class Box:\n    def __reduce__(self):\n        return (Box, ())\ny = Box()", "a class (Box) defining __reduce__ (copy builds objects"),
+        # a bound method is judged as the read of its name on what it is bound to, or by its function
+        ("y = lib.bound(lambda m: m, 'c')", "torch.Tensor.untyped_storage (it reaches files"),
+        ("y = lib.bound(lambda m: m, 'wrapper')", "the special attribute __getattribute__"),
+        ("y = lib.bound(lambda m: m, 'python')", "the argument m of a lambda, torch.Tensor.storage"),
+        (
+            "import dataclasses\nkept = []\ndef keep(self, name, value):\n    kept.append(value)\n"
+            "Slotted = type('Slotted', (torch.Tensor,), {'__slotnames__': ['untyped_storage'], '__setattr__': keep})",
+            "a class (Slotted) defining __slotnames__",
+        ),
         # an exception's traceback leads to frames ('{0.tb_frame.f_globals}'.format(tb) reads their text)
         (
             "class Quiet:\n    def __enter__(self):\n        return self\n    def __exit__(self, kind, error, tb):\n        return True\n"
@@ -518,8 +533,10 @@ def test_objects_of_the_files_classes_still_go_to_numpy_and_torch_as_before():
     source = (
         "import numpy\nclass Plain:\n    pass\nclass Arr(numpy.ndarray):\n    pass\nclass T(torch.Tensor):\n    pass\n"
         "a = numpy.zeros(3).view(Arr)\nt = torch.ones(2).as_subclass(T)\n"
-        "y = (numpy.asarray(Plain()).dtype == object, float(numpy.asarray(a + 1).sum()), float((t * 2).sum()), torch.as_tensor(numpy.asarray(a)).shape)"
+        "y = (numpy.asarray(Plain()).dtype == object, float(numpy.asarray(a + 1).sum()), float((t * 2).sum()), torch.as_tensor(numpy.asarray(a)).shape)\n"
+        "import math\nmethods = [x.sum, math.sqrt, len, t.abs, x.__add__, Plain().__init__]\nz = [m.__name__ for m in methods]"
     )
     namespace, found = run(source)
     assert found == []
     assert namespace["y"] == (True, 3.0, 4.0, (3,))
+    assert namespace["z"] == ["sum", "sqrt", "len", "abs", "__add__", "__init__"]  # bound methods of allowed names pass

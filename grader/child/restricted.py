@@ -21,7 +21,19 @@ import re
 import sys
 import typing
 from collections.abc import Callable, Iterable
-from types import BuiltinFunctionType, CellType, CodeType, FrameType, FunctionType, GenericAlias, GetSetDescriptorType, ModuleType, TracebackType
+from types import (
+    BuiltinFunctionType,
+    CellType,
+    CodeType,
+    FrameType,
+    FunctionType,
+    GenericAlias,
+    GetSetDescriptorType,
+    MethodType,
+    MethodWrapperType,
+    ModuleType,
+    TracebackType,
+)
 from typing import Any, NoReturn
 
 PREFIX = "__mlm_"  # names the rewrite adds; a file may not use names starting with it
@@ -47,7 +59,8 @@ CALLBACK_NAMES = frozenset(
 )
 # The copy protocol: copy.deepcopy (which dataclasses.asdict runs on field values) calls them and
 # builds an object, of any class, from what they return, its state written straight into its __dict__.
-COPY_NAMES = frozenset({"__reduce__", "__reduce_ex__", "__getstate__", "__setstate__", "__copy__", "__deepcopy__"})
+COPY_NAMES = frozenset({"__reduce__", "__reduce_ex__", "__getstate__", "__setstate__", "__copy__", "__deepcopy__", "__slotnames__"})
+BOUND_METHODS = (MethodType, BuiltinFunctionType, MethodWrapperType)  # made anew at each read: judged by what they are bound to
 HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (a class statement, type()), not one of C
 CLASS_LISTS = frozenset({"__mro__", "__bases__", "mro"})  # attributes whose values are classes in a list
 RELAYS = ("__getattr__", "__getattribute__", "__setattr__", "__delattr__")  # in Python, they can pass names on
@@ -261,6 +274,7 @@ class Capabilities:
         # wherever it turns up, also where no path leads (a copy of a module's namespace in a function's __dict__)
         self._refused_ids = _objects_named(self.modules, config["forbidden_attributes"])
         self._substituted_kinds: set[int] = {kind for kind, _ in self._refused_ids.values()}  # ids of their classes, and below
+        self._substituted_kinds |= {_id(kind) for kind in BOUND_METHODS}  # judged as the read of their name (_by_identity)
         for original, replacement in self._make_substitutes():
             self._substitute(original, replacement)
         self.guarded_type = self._guarded_type()
@@ -614,11 +628,24 @@ class Capabilities:
                     stack.append(item)
 
     def _by_identity(self, value: Any, what: str) -> Any:
-        """A value of a class some substituted or refused object has: its stand-in, refused, or itself."""
+        """A value of a class some substituted or refused object has: its stand-in, refused, or itself.
+        A bound method is made anew at each read, so no identity names it: it is judged as the read
+        of its name on the object it is bound to (library code hands out `tensor.untyped_storage`
+        read where no check saw it: torch's deepcopy reads the names a class's __slotnames__ lists),
+        and a bound Python function by the function's identity."""
         key = _id(value)
         refused = self._refused_ids.get(key)
         if refused is not None:
             self.refuse(f"{what}, {refused[1]} (it reaches files, compilers, code, operators by name or raw memory)")
+        kind = _type(value)
+        if kind is MethodType:
+            function = value.__func__
+            if _id(function) in self._refused_ids:
+                self.refuse(f"{what}, {self._refused_ids[_id(function)][1]} (it reaches files, compilers, code, operators by name or raw memory)")
+        elif kind is BuiltinFunctionType or kind is MethodWrapperType:
+            bound_to = value.__self__
+            if bound_to is not None and not _isinstance(bound_to, ModuleType):  # a module's own function is judged by identity
+                self.check_name(bound_to, value.__name__)
         return self._substitutes.get(key, value)
 
     def _module_namespaces(self) -> dict[int, Any]:
