@@ -452,10 +452,16 @@ class _Handing:
     def keyed(self):
         return {getattr: 1}
 
+    def poison(self, obj, interface):
+        """Library code that writes an instance's own __dict__ with a name of the file's choosing
+        (functools.cached_property under its attrname, copy's state)."""
+        obj.__dict__["__array_interface__"] = interface
+
     def bound(self, function, which):
         """A bound method read where no check saw it (torch's deepcopy reads a class's __slotnames__)."""
         tensor = torch.ones(2)
         methods = {"c": tensor.untyped_storage, "wrapper": tensor.__getattribute__, "python": types.MethodType(torch.Tensor.storage, tensor)}
+        methods |= {"module": sys._getframe, "storage": tensor.untyped_storage()}
         return function(methods[which])
 
 
@@ -475,9 +481,8 @@ class _Handing:
         ("match type:\n    case object(mro=m):\n        y = m(type)", "a class pattern reading the attribute 'mro'"),
         # library code writes an instance's own __dict__ with names of the file's choosing; numpy reads them there
         (
-            "import functools, numpy\nclass CP(functools.cached_property):\n    pass\ncp = CP(lambda self: {'data': (id(numpy), False), "
-            "'shape': (4,), 'typestr': '|u1', 'version': 3})\nclass Holder:\n    data = cp\ncp.attrname = '__array_interface__'\nh = Holder()\n"
-            "h.data\ny = numpy.asarray(h)",
+            "import numpy\nclass Holder:\n    pass\nh = Holder()\nlib.poison(h, {'data': (id(numpy), False), 'shape': (4,), 'typestr': '|u1', 'version': 3})\n"
+            "y = numpy.asarray(h)",
             "an object of the class Holder whose own __dict__ holds __array_interface__",
         ),
         ("class Box:\n    def __reduce__(self):\n        return (Box, ())\ny = Box()", "a class (Box) defining __reduce__ (copy builds objects"),
@@ -485,6 +490,14 @@ class _Handing:
         ("y = lib.bound(lambda m: m, 'c')", "torch.Tensor.untyped_storage (it reaches files"),
         ("y = lib.bound(lambda m: m, 'wrapper')", "the special attribute __getattribute__"),
         ("y = lib.bound(lambda m: m, 'python')", "the argument m of a lambda, torch.Tensor.storage"),
+        ("y = lib.bound(lambda m: m, 'module')", "the function sys._getframe, which no allowed path leads to"),
+        # an object of a class the rules refuse (torch's deepcopy hands a tensor's storage to its set_)
+        ("y = lib.bound(lambda m: m, 'storage')", "an object of the class torch.UntypedStorage"),
+        ("import functools\nclass CP(functools.cached_property):\n    pass\ncp = CP(len)\ncp.attrname = 'x'", "a change to a cached_property's attrname"),
+        (
+            "import dataclasses\nclass Own:\n    pass\n@dataclasses.dataclass\nclass Holder:\n    value: object\ny = dataclasses.asdict(Holder(Own()))",
+            "dataclasses.asdict of a field holding a Own (it would copy it with copy.deepcopy",
+        ),
         (
             "import dataclasses\nkept = []\ndef keep(self, name, value):\n    kept.append(value)\n"
             "Slotted = type('Slotted', (torch.Tensor,), {'__slotnames__': ['untyped_storage'], '__setattr__': keep})",
@@ -527,6 +540,27 @@ def test_a_container_is_read_with_the_built_in_iterators_and_honest_containers_p
     namespace, found = run(source)
     assert found == []
     assert len(namespace["y"][2]) == 2 and namespace["y"][1][0][0] == "a"
+
+
+def test_asdict_and_astuple_copy_plain_values_as_dataclasses_does():
+    source = (
+        "import dataclasses, enum, collections, numpy\nclass Kind(enum.Enum):\n    A = 1\nPair = collections.namedtuple('Pair', 'a b')\n"
+        "@dataclasses.dataclass\nclass Inner:\n    w: object\n@dataclasses.dataclass\nclass Outer:\n    inner: Inner\n    items: list\n"
+        "    table: dict\n    pair: object\n    kind: Kind = Kind.A\n    size: object = torch.Size([2, 3])\n"
+        "t = torch.ones(2)\no = Outer(Inner(t), [1, (2.5, 'x')], {'k': numpy.float32(3)}, Pair(torch.float64, None))\n"
+        "d = dataclasses.asdict(o)\nu = dataclasses.astuple(o, tuple_factory=list)\nf = dataclasses.asdict(Inner(len), dict_factory=lambda kv: sorted(kv))"
+    )
+    namespace, found = run(source)
+    assert found == []
+    import dataclasses as real_dataclasses
+
+    d, u = namespace["d"], namespace["u"]
+    assert d["inner"]["w"] is not namespace["t"] and torch.equal(d["inner"]["w"], namespace["t"])  # copied, as deepcopy copies
+    assert d["items"] == [1, (2.5, "x")] and d["table"] == {"k": 3.0} and d["pair"] == (torch.float64, None) and d["kind"] is namespace["Kind"].A
+    assert d["size"] == torch.Size([2, 3]) and type(d["pair"]).__name__ == "Pair"
+    assert u[1:] == [[1, (2.5, "x")], {"k": 3.0}, (torch.float64, None), namespace["Kind"].A, torch.Size([2, 3])]
+    assert namespace["f"] == [("w", len)]
+    assert list(d) == [f.name for f in real_dataclasses.fields(namespace["Outer"])]
 
 
 def test_objects_of_the_files_classes_still_go_to_numpy_and_torch_as_before():

@@ -198,6 +198,20 @@ def _writable_types() -> tuple[type, ...]:
 
 WRITABLE = _writable_types()
 TORCH_SIZE = __import__("torch").Size  # a tuple of ints, by construction
+
+
+def _plain_copies() -> tuple[frozenset[type], type]:
+    """The values dataclasses.asdict and astuple may deep-copy (exactly these types, C types of the
+    libraries: tensors, arrays (not of objects: their copies copy each object), numpy's numbers,
+    dtypes, devices), and numpy's array type."""
+    import numpy
+    import torch
+
+    numbers = {kind for kind in vars(numpy).values() if _isinstance(kind, type) and issubclass(kind, numpy.generic) and kind is not numpy.object_}
+    return frozenset({torch.Tensor, numpy.ndarray, torch.dtype, torch.device, *numbers}), numpy.ndarray
+
+
+PLAIN_COPIES, NDARRAY = _plain_copies()
 # Containers whose items library code can take out unseen; each is read with its built-in type's own iterator.
 _VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
 CONTAINERS = (list, tuple, dict, set, frozenset, *_VIEWS)
@@ -273,6 +287,7 @@ class Capabilities:
         # id of an object a forbidden attribute names (torch.load, typing.get_type_hints) -> its path: refused
         # wherever it turns up, also where no path leads (a copy of a module's namespace in a function's __dict__)
         self._refused_ids = _objects_named(self.modules, config["forbidden_attributes"])
+        self._reachable_ids = _reachable(self.modules, config["forbidden_attributes"])
         self._substituted_kinds: set[int] = {kind for kind, _ in self._refused_ids.values()}  # ids of their classes, and below
         self._substituted_kinds |= {_id(kind) for kind in BOUND_METHODS}  # judged as the read of their name (_by_identity)
         for original, replacement in self._make_substitutes():
@@ -416,6 +431,43 @@ class Capabilities:
 
             return checked
 
+        def plain_copy(obj: Any, factory: Any, as_dict: bool, function: str) -> Any:
+            """What dataclasses' _asdict_inner or _astuple_inner makes of obj, without copy.deepcopy
+            of values that are not plain: deepcopy runs the copy protocol of any object (looked up on
+            the instance too, and torch's Tensor.__deepcopy__ reads the attributes a subclass lists),
+            building objects from what it returns, out of the checks' sight. A value no plain copy
+            is known for is refused. Types are read with type(): no __class__ of the file's answers."""
+            kind = _type(obj)
+            if _hasattr(kind, "__dataclass_fields__") and not issubclass(kind, type):
+                fields_checked(obj, function)
+                values = [(f.name, plain_copy(_getattr(obj, f.name), factory, as_dict, function)) for f in dataclasses.fields(kind)]
+                return factory(values if as_dict else [value for _, value in values])
+            if issubclass(kind, _tuple) and _hasattr(obj, "_fields"):
+                return kind(*[plain_copy(v, factory, as_dict, function) for v in _tuple.__iter__(obj)])
+            if issubclass(kind, (list, _tuple)):
+                return kind(plain_copy(v, factory, as_dict, function) for v in [*kind.__iter__(obj)])
+            if issubclass(kind, _dict):
+                return kind((plain_copy(k, factory, as_dict, function), plain_copy(v, factory, as_dict, function)) for k, v in [*_dict.items(obj)])
+            if copy._deepcopy_dispatch.get(kind) is copy._deepcopy_atomic or issubclass(kind, (type, enum.Enum)):
+                return obj  # what deepcopy returns for these: the object itself
+            if kind in PLAIN_COPIES and not _getattr(obj, "__dict__", None) and not (kind is NDARRAY and obj.dtype.hasobject):
+                return copy.deepcopy(obj)  # a plain tensor or array, or a number or dtype of theirs, with nothing of the file's attached
+            caps.refuse(f"dataclasses.{function} of a field holding a {_type_name(kind)} (it would copy it with copy.deepcopy, out of the checks' sight)")
+
+        def copying_fields(function: Any, as_dict: bool) -> Any:
+            factory_name = "dict_factory" if as_dict else "tuple_factory"
+
+            @functools.wraps(function)
+            def checked(obj: Any, **kwargs: Any) -> Any:
+                factory = kwargs.pop(factory_name, _dict if as_dict else _tuple)
+                if kwargs:
+                    raise TypeError(f"{function.__name__}() got an unexpected keyword argument {next(iter(kwargs))!r}")
+                if not (_hasattr(_type(obj), "__dataclass_fields__") and not issubclass(_type(obj), type)):
+                    raise TypeError(f"{function.__name__}() should be called on dataclass instances")
+                return caps.check_value(plain_copy(obj, factory, as_dict, function.__name__), f"what dataclasses.{function.__name__} returned")
+
+            return checked
+
         def get_origin(tp: Any) -> Any:
             """typing.get_origin, its answer handed out as a read value is: typing.Type's origin is
             the real `type`."""
@@ -426,7 +478,9 @@ class Capabilities:
             (functools.wraps, wraps),
             (dataclasses.dataclass, dataclass),
             (typing.get_origin, get_origin),
-            *((function, reading_fields(function)) for function in (dataclasses.replace, dataclasses.asdict, dataclasses.astuple, dataclasses.fields)),
+            *((function, reading_fields(function)) for function in (dataclasses.replace, dataclasses.fields)),
+            (dataclasses.asdict, copying_fields(dataclasses.asdict, as_dict=True)),
+            (dataclasses.astuple, copying_fields(dataclasses.astuple, as_dict=False)),
             (type.__new__, type_new),
         ]
 
@@ -574,7 +628,7 @@ class Capabilities:
         kind = obj if _isinstance(obj, type) else _type(obj)
         return self._is_own_function(obj) or any(self._is_own_class(k) for k in _mro_of(kind))
 
-    def check_value(self, value: Any, what: str, shallow: bool = False) -> Any:
+    def check_value(self, value: Any, what: str, line: int = 0, shallow: bool = False) -> Any:
         """Refuse a value that reaches the interpreter or the grader. Judged by its class, looked up
         by identity (a class of the file's cannot answer for another); a container with its items
         (shallow: without them, for the walk over them)."""
@@ -644,8 +698,17 @@ class Capabilities:
                 self.refuse(f"{what}, {self._refused_ids[_id(function)][1]} (it reaches files, compilers, code, operators by name or raw memory)")
         elif kind is BuiltinFunctionType or kind is MethodWrapperType:
             bound_to = value.__self__
-            if bound_to is not None and not _isinstance(bound_to, ModuleType):  # a module's own function is judged by identity
-                self.check_name(bound_to, value.__name__)
+            if _type(bound_to) is ModuleType:  # a C function of a module: an allowed path must lead to it, or its module be allowed
+                if key not in self._reachable_ids and _id(bound_to) not in self.modules and bound_to is not builtins:
+                    self.refuse(f"{what}, the function {_getattr(bound_to, '__name__', 'module')}.{value.__name__}, which no allowed path leads to")
+            elif bound_to is not None:
+                name = value.__name__
+                try:  # (a subscript, not a call: the common case costs the runtime guard's profile function nothing)
+                    maybe = name[:1] == "_" or self._name_verdicts[name]
+                except KeyError:
+                    maybe = True
+                if maybe:
+                    self.check_name(bound_to, name)
         return self._substitutes.get(key, value)
 
     def _module_namespaces(self) -> dict[int, Any]:
@@ -672,6 +735,9 @@ class Capabilities:
             return "part of torch's TorchScript and dispatcher internals"
         if self._raw_memory_class(kind):
             return f"an object of the class {_type_name(kind)}, which hands numpy or torch a raw memory address"
+        for klass in _mro_of(kind):  # an object of a class the rules refuse (a storage torch's deepcopy hands out)
+            if _id(klass) in self._refused_ids:
+                return f"an object of the class {self._refused_ids[_id(klass)][1]} (it reaches files, compilers, code, operators by name or raw memory)"
         return ""
 
     def _raw_memory_class(self, cls: type) -> bool:
@@ -780,12 +846,6 @@ class Capabilities:
             return values
         return [self.unpacked(v, inner) for v, inner in zip(values, shape, strict=True)]
 
-    def bound(self, value: Any, what: str, line: int = 0) -> Any:
-        """A value bound to a name of the file's by someone else: a parameter of the file's function
-        (library code calls it back: a sort key, a hook, __exit__, a special method), `with ... as`,
-        `except ... as`. Checked as a call's result is, before the function's or block's first line."""
-        return self.check_value(value, what)
-
     def decorator(self, function: Any, line: int = 0) -> Callable[[Any], Any]:
         """A decorator, whose result is checked as a call's is (applying it is a call no syntax shows)."""
         return lambda decorated: self.check_value(function(decorated), "what a decorator returned")
@@ -834,6 +894,9 @@ class Capabilities:
         """obj itself, if the file may set or delete its attribute `name`."""
         if _is_dunder(name):
             self.refuse(f"a change to the special attribute {name}")
+        if name == "attrname" and issubclass(_type(obj), functools.cached_property):
+            # it writes what its function returns into an instance's own __dict__ under that name: any special name
+            self.refuse("a change to a cached_property's attrname (it takes the name it is given in the class statement)")
         if self._owned_somewhere(obj):
             return obj
         if _isinstance(obj, WRITABLE) and not _isinstance(obj, type) and name[:1] != "_":
@@ -972,7 +1035,7 @@ class Capabilities:
             ITEMS: self.items,
             UNPACKED: self.unpacked,
             DECORATOR: self.decorator,
-            BOUND: self.bound,
+            BOUND: self.check_value,  # a value someone else bound: a parameter, `with`/`except ... as`, `yield`, `await`
             AUGMENTED_ATTRIBUTE: self.augmented_attribute,
             AUGMENTED_ITEM: self.augmented_item,
         }
@@ -1001,6 +1064,7 @@ class RefusedSyntax(Exception):
 
 _PLAIN_VALUES = (int, float, complex, str, bytes, bool, type(None), tuple, frozenset)
 _NAMED: dict[tuple, dict[int, tuple[int, str]]] = {}  # _objects_named's answers, by its arguments
+_REACHABLE: dict[tuple, frozenset[int]] = {}  # _reachable's, from the same walk
 
 
 def _objects_named(modules: dict[int, ModuleType], patterns: list[str]) -> dict[int, tuple[int, str]]:
@@ -1035,7 +1099,15 @@ def _objects_named(modules: dict[int, ModuleType], patterns: list[str]) -> dict[
                         if not member.startswith("_"):
                             consider(f"{path}.{member}", inner)
         _NAMED[key] = {ident: named for ident, named in found.items() if ident not in allowed}
+        _REACHABLE[key] = frozenset(allowed)
     return _NAMED[key]
+
+
+def _reachable(modules: dict[int, ModuleType], patterns: list[str]) -> frozenset[int]:
+    """ids of the objects that allowed paths lead to, of those _objects_named walks (torch.exp,
+    numpy.array, functools.reduce), found in the same walk."""
+    _objects_named(modules, patterns)
+    return _REACHABLE[(tuple(sorted(modules)), tuple(patterns))]
 
 
 def _field_name(field: Any) -> Any:
