@@ -461,7 +461,9 @@ class _Handing:
         """A bound method read where no check saw it (torch's deepcopy reads a class's __slotnames__)."""
         tensor = torch.ones(2)
         methods = {"c": tensor.untyped_storage, "wrapper": tensor.__getattribute__, "python": types.MethodType(torch.Tensor.storage, tensor)}
-        methods |= {"module": sys._getframe, "storage": tensor.untyped_storage()}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # TypedStorage is deprecated
+            methods |= {"module": sys._getframe, "storage": tensor.untyped_storage(), "storage method": tensor.storage().resize_}
         return function(methods[which])
 
 
@@ -493,6 +495,12 @@ class _Handing:
         ("y = lib.bound(lambda m: m, 'module')", "the function sys._getframe, which no allowed path leads to"),
         # an object of a class the rules refuse (torch's deepcopy hands a tensor's storage to its set_)
         ("y = lib.bound(lambda m: m, 'storage')", "an object of the class torch.UntypedStorage"),
+        ("y = lib.bound(lambda m: m, 'storage method')", "a method of an object that is, an object of the class torch.TypedStorage"),
+        (
+            "import dataclasses\nclass Grad(torch.Tensor):\n    pass\n@dataclasses.dataclass\nclass Holder:\n    value: object\n"
+            "t = torch.ones(2, requires_grad=True)\nt.grad = torch.zeros(2).as_subclass(Grad)\ny = dataclasses.asdict(Holder(t))",
+            "dataclasses.asdict of a tensor whose .grad is a Grad",
+        ),
         ("import functools\nclass CP(functools.cached_property):\n    pass\ncp = CP(len)\ncp.attrname = 'x'", "a change to a cached_property's attrname"),
         (
             "import dataclasses\nclass Own:\n    pass\n@dataclasses.dataclass\nclass Holder:\n    value: object\ny = dataclasses.asdict(Holder(Own()))",
@@ -547,7 +555,8 @@ def test_asdict_and_astuple_copy_plain_values_as_dataclasses_does():
         "import dataclasses, enum, collections, numpy\nclass Kind(enum.Enum):\n    A = 1\nPair = collections.namedtuple('Pair', 'a b')\n"
         "@dataclasses.dataclass\nclass Inner:\n    w: object\n@dataclasses.dataclass\nclass Outer:\n    inner: Inner\n    items: list\n"
         "    table: dict\n    pair: object\n    kind: Kind = Kind.A\n    size: object = torch.Size([2, 3])\n"
-        "t = torch.ones(2)\no = Outer(Inner(t), [1, (2.5, 'x')], {'k': numpy.float32(3)}, Pair(torch.float64, None))\n"
+        "t = torch.ones(2, requires_grad=True)\nt.grad = torch.full((2,), 3.0)\n"
+        "o = Outer(Inner(t), [1, (2.5, 'x')], {'k': numpy.float32(3)}, Pair(torch.float64, None))\n"
         "d = dataclasses.asdict(o)\nu = dataclasses.astuple(o, tuple_factory=list)\nf = dataclasses.asdict(Inner(len), dict_factory=lambda kv: sorted(kv))"
     )
     namespace, found = run(source)
@@ -555,7 +564,9 @@ def test_asdict_and_astuple_copy_plain_values_as_dataclasses_does():
     import dataclasses as real_dataclasses
 
     d, u = namespace["d"], namespace["u"]
-    assert d["inner"]["w"] is not namespace["t"] and torch.equal(d["inner"]["w"], namespace["t"])  # copied, as deepcopy copies
+    w = d["inner"]["w"]
+    assert w is not namespace["t"] and torch.equal(w, namespace["t"]) and w.requires_grad and w.is_leaf  # copied, as deepcopy copies
+    assert torch.equal(w.grad, namespace["t"].grad) and w.grad is not namespace["t"].grad
     assert d["items"] == [1, (2.5, "x")] and d["table"] == {"k": 3.0} and d["pair"] == (torch.float64, None) and d["kind"] is namespace["Kind"].A
     assert d["size"] == torch.Size([2, 3]) and type(d["pair"]).__name__ == "Pair"
     assert u[1:] == [[1, (2.5, "x")], {"k": 3.0}, (torch.float64, None), namespace["Kind"].A, torch.Size([2, 3])]

@@ -212,6 +212,7 @@ def _plain_copies() -> tuple[frozenset[type], type]:
 
 
 PLAIN_COPIES, NDARRAY = _plain_copies()
+TENSOR = WRITABLE[0]  # torch.Tensor
 # Containers whose items library code can take out unseen; each is read with its built-in type's own iterator.
 _VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
 CONTAINERS = (list, tuple, dict, set, frozenset, *_VIEWS)
@@ -450,9 +451,25 @@ class Capabilities:
                 return kind((plain_copy(k, factory, as_dict, function), plain_copy(v, factory, as_dict, function)) for k, v in [*_dict.items(obj)])
             if copy._deepcopy_dispatch.get(kind) is copy._deepcopy_atomic or issubclass(kind, (type, enum.Enum)):
                 return obj  # what deepcopy returns for these: the object itself
-            if kind in PLAIN_COPIES and not _getattr(obj, "__dict__", None) and not (kind is NDARRAY and obj.dtype.hasobject):
-                return copy.deepcopy(obj)  # a plain tensor or array, or a number or dtype of theirs, with nothing of the file's attached
+            if kind is TENSOR and not _getattr(obj, "__dict__", None):
+                return tensor_copy(obj, function)
+            if kind in PLAIN_COPIES and kind is not TENSOR and not (kind is NDARRAY and obj.dtype.hasobject):
+                return copy.deepcopy(obj)  # an array, or a number, dtype or device of torch's or numpy's (no __dict__ of their own)
             caps.refuse(f"dataclasses.{function} of a field holding a {_type_name(kind)} (it would copy it with copy.deepcopy, out of the checks' sight)")
+
+        def tensor_copy(tensor: Any, function: str) -> Any:
+            """What deepcopy makes of a plain tensor (a leaf: the same values, requires_grad and a
+            copy of its .grad), without Tensor.__deepcopy__, which hands its storage to methods of
+            the tensors it copies (a .grad of a subclass of the file's overrides set_)."""
+            if not tensor.is_leaf:
+                raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at the moment")
+            grad = tensor.grad
+            if grad is not None and (_type(grad) is not TENSOR or _getattr(grad, "__dict__", None)):
+                caps.refuse(f"dataclasses.{function} of a tensor whose .grad is a {_type_name(_type(grad))} (only a plain tensor's copy is known)")
+            copied = tensor.detach().clone().requires_grad_(tensor.requires_grad)
+            if grad is not None:
+                copied.grad = grad.detach().clone()
+            return copied
 
         def copying_fields(function: Any, as_dict: bool) -> Any:
             factory_name = "dict_factory" if as_dict else "tuple_factory"
@@ -696,6 +713,7 @@ class Capabilities:
             function = value.__func__
             if _id(function) in self._refused_ids:
                 self.refuse(f"{what}, {self._refused_ids[_id(function)][1]} (it reaches files, compilers, code, operators by name or raw memory)")
+            self.check_value(value.__self__, f"{what}, a method of an object that is")  # a storage's resize_
         elif kind is BuiltinFunctionType or kind is MethodWrapperType:
             bound_to = value.__self__
             if _type(bound_to) is ModuleType:  # a C function of a module: an allowed path must lead to it, or its module be allowed
