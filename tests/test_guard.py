@@ -234,6 +234,21 @@ def test_armed_guard_lets_honest_work_through_and_walls_off_threads_at_the_kerne
     assert seen["large product"] == "ran"
 
 
+def test_a_tensor_set_on_a_storage_is_refused_at_the_kernel():
+    # a storage the capability layer let through, resized under a tensor set on it, reads past its
+    # end; Tensor.set_(storage) does not go through the function mode
+    found, seen = armed(
+        """
+        held = torch.ones(4).untyped_storage()
+        attempt("set_", lambda: torch.empty(0).set_(held, 0, (4,), (1,)))
+        attempt("set_ whole", lambda: torch.empty(0).set_(held))
+        attempt("set_ of a tensor", lambda: torch.empty(0).set_(torch.ones(3)))
+        """
+    )
+    assert all(seen[label].startswith("ForbiddenAPIError") for label in ("set_", "set_ whole", "set_ of a tensor"))  # (torch sets it on its storage)
+    assert found and found[0] == "the operator aten.set_ onto a storage"
+
+
 def test_a_thread_is_refused_and_recorded():
     found, seen = armed('attempt("thread", lambda: threading.Thread(target=lambda: torch.softmax(x, -1)).start())')
     assert seen["thread"].startswith("ForbiddenAPIError")

@@ -35,6 +35,9 @@ from .vjp import vector_jacobian
 
 TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 # Where forbidden operators get refusing kernels: every key a CPU computation can be dispatched to.
+# Whatever the problem: a tensor set on a storage (x.set_(storage)), which can then be resized under
+# it, reads and writes past its end. Torch function modes do not see these calls.
+STORAGE_OVERLOADS = frozenset({"set_.source_Storage", "set_.source_Storage_storage_offset", "set.source_Storage", "set.source_Storage_storage_offset"})
 KERNEL_KEYS = (
     "CompositeImplicitAutograd", "CompositeImplicitAutogradNestedTensor", "CompositeExplicitAutograd",
     "CompositeExplicitAutogradNonFunctional", "CPU", "SparseCPU", "SparseCsrCPU", "QuantizedCPU",
@@ -264,7 +267,7 @@ class Guard:
             for qualified in torch._C._dispatch_get_all_op_names():
                 namespace, _, op = qualified.partition("::")
                 name = op.partition(".")[0]
-                if namespace == "aten" and self.operator_forbidden(name):
+                if namespace == "aten" and (self.operator_forbidden(name) or op in STORAGE_OVERLOADS):
                     found += [(qualified, op, name, k) for k in KERNEL_KEYS if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, k)]
             _KERNELS_FOUND[key] = found
         return _KERNELS_FOUND[key]
@@ -274,7 +277,7 @@ class Guard:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "overriding a previously registered kernel" is the point
             for qualified, op, name, key in self.kernels_to_override():
-                kernel = _refusing_kernel(self, f"the operator aten.{name}")
+                kernel = _refusing_kernel(self, f"the operator aten.{name} onto a storage" if op in STORAGE_OVERLOADS else f"the operator aten.{name}")
                 library.impl(op, kernel, key)
                 self.kernels.append((qualified, kernel))
         self.library = library
