@@ -495,6 +495,15 @@ class _Handing:
         ("y = lib.bound(lambda m: m, 'module')", "the function sys._getframe, which no allowed path leads to"),
         # an object of a class the rules refuse (torch's deepcopy hands a tensor's storage to its set_)
         ("y = lib.bound(lambda m: m, 'storage')", "an object of the class torch.UntypedStorage"),
+        # memory shared with no hold on its owner's resizing: the owner reallocated, the other side dangles
+        ("import numpy\na = numpy.zeros(4)\nt = torch.from_numpy(a)\na.resize((1 << 20,), refcheck=False)", "numpy.ndarray.resize"),
+        ("b = bytearray(16)\nt = torch.frombuffer(b, dtype=torch.uint8)", "torch.frombuffer"),
+        ("import numpy\nn = numpy.from_dlpack(x)", "numpy.from_dlpack"),
+        (
+            "import dataclasses, numpy\n@dataclasses.dataclass\nclass Holder:\n    value: object\n"
+            "record = numpy.zeros(1, dtype=[('t', object)])\nrecord[0]['t'] = [1]\ny = dataclasses.asdict(Holder(record[0]))",
+            "dataclasses.asdict of a field holding a void",
+        ),
         ("y = lib.bound(lambda m: m, 'storage method')", "a method of an object that is, an object of the class torch.TypedStorage"),
         (
             "import dataclasses\nclass Grad(torch.Tensor):\n    pass\n@dataclasses.dataclass\nclass Holder:\n    value: object\n"

@@ -200,18 +200,19 @@ WRITABLE = _writable_types()
 TORCH_SIZE = __import__("torch").Size  # a tuple of ints, by construction
 
 
-def _plain_copies() -> tuple[frozenset[type], type]:
-    """The values dataclasses.asdict and astuple may deep-copy (exactly these types, C types of the
-    libraries: tensors, arrays (not of objects: their copies copy each object), numpy's numbers,
-    dtypes, devices), and numpy's array type."""
+def _plain_copies() -> tuple[frozenset[type], frozenset[type]]:
+    """The values dataclasses.asdict and astuple may copy (exactly these types, C types of the
+    libraries: tensors, numpy's arrays and numbers, dtypes, devices), and numpy's among them, whose
+    copies copy each object a value of an object dtype holds (a structured numpy.void's too)."""
     import numpy
     import torch
 
     numbers = {kind for kind in vars(numpy).values() if _isinstance(kind, type) and issubclass(kind, numpy.generic) and kind is not numpy.object_}
-    return frozenset({torch.Tensor, numpy.ndarray, torch.dtype, torch.device, *numbers}), numpy.ndarray
+    numpy_values = frozenset({numpy.ndarray, *numbers})
+    return frozenset({torch.Tensor, torch.dtype, torch.device, *numpy_values}), numpy_values
 
 
-PLAIN_COPIES, NDARRAY = _plain_copies()
+PLAIN_COPIES, NUMPY_VALUES = _plain_copies()
 TENSOR = WRITABLE[0]  # torch.Tensor
 # Containers whose items library code can take out unseen; each is read with its built-in type's own iterator.
 _VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
@@ -453,8 +454,8 @@ class Capabilities:
                 return obj  # what deepcopy returns for these: the object itself
             if kind is TENSOR and not _getattr(obj, "__dict__", None):
                 return tensor_copy(obj, function)
-            if kind in PLAIN_COPIES and kind is not TENSOR and not (kind is NDARRAY and obj.dtype.hasobject):
-                return copy.deepcopy(obj)  # an array, or a number, dtype or device of torch's or numpy's (no __dict__ of their own)
+            if kind in PLAIN_COPIES and kind is not TENSOR and not (kind in NUMPY_VALUES and obj.dtype.hasobject):
+                return copy.deepcopy(obj)  # an array or number of numpy's holding no objects, a dtype or device of torch's (no __dict__ of their own)
             caps.refuse(f"dataclasses.{function} of a field holding a {_type_name(kind)} (it would copy it with copy.deepcopy, out of the checks' sight)")
 
         def tensor_copy(tensor: Any, function: str) -> Any:
