@@ -613,7 +613,10 @@ class Checker:
         if is_dunder(name) and name not in self.allowed_dunders:
             self.flag(node, f"the special name {name} is forbidden", "use ordinary names")
         elif name in self.policy["forbidden_builtins"] and name not in self.bound:
-            self.flag(node, f"the built-in {name} is forbidden", "call functions directly; files and dynamic code are off-limits")
+            advice = "call functions directly; files and dynamic code are off-limits"
+            if name in ("bytearray", "memoryview"):
+                advice = "use tensors and arrays; raw byte buffers are off-limits"
+            self.flag(node, f"the built-in {name} is forbidden", advice)
         elif (path := self.aliases.get(name)) and "." in path and isinstance(node.ctx, ast.Load):
             self.follow(path, [], node)  # a use of `s` after `from torch import softmax as s`
         return []

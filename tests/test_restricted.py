@@ -497,7 +497,10 @@ class _Handing:
         ("y = lib.bound(lambda m: m, 'storage')", "an object of the class torch.UntypedStorage"),
         # memory shared with no hold on its owner's resizing: the owner reallocated, the other side dangles
         ("import numpy\na = numpy.zeros(4)\nt = torch.from_numpy(a)\na.resize((1 << 20,), refcheck=False)", "numpy.ndarray.resize"),
-        ("b = bytearray(16)\nt = torch.frombuffer(b, dtype=torch.uint8)", "torch.frombuffer"),
+        ("t = torch.frombuffer(b'0123', dtype=torch.uint8)", "torch.frombuffer"),
+        ("b = bytearray(16)\nt = torch.asarray(b, dtype=torch.int64)", "the built-in bytearray"),  # grown, it frees what the tensor reads
+        ("a = x.numpy()\nx.data = torch.zeros(1)", "a change to a tensor's .data"),
+        ("x.data += 1", "a change to a tensor's .data"),
         ("import numpy\nn = numpy.from_dlpack(x)", "numpy.from_dlpack"),
         (
             "import dataclasses, numpy\n@dataclasses.dataclass\nclass Holder:\n    value: object\n"

@@ -64,7 +64,7 @@ BOUND_METHODS = (MethodType, BuiltinFunctionType, MethodWrapperType)  # made ane
 HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (a class statement, type()), not one of C
 CLASS_LISTS = frozenset({"__mro__", "__bases__", "mro"})  # attributes whose values are classes in a list
 RELAYS = ("__getattr__", "__getattribute__", "__setattr__", "__delattr__")  # in Python, they can pass names on
-REFUSED_BUILTINS = ("open", "exec", "eval", "compile", "globals", "locals", "breakpoint", "input", "help", "exit", "quit")
+REFUSED_BUILTINS = ("open", "exec", "eval", "compile", "globals", "locals", "breakpoint", "input", "help", "exit", "quit", "bytearray", "memoryview")
 MACHINERY = (FrameType, TracebackType, CodeType, CellType)
 
 _mro_of = type.__dict__["__mro__"].__get__
@@ -913,6 +913,9 @@ class Capabilities:
         """obj itself, if the file may set or delete its attribute `name`."""
         if _is_dunder(name):
             self.refuse(f"a change to the special attribute {name}")
+        if name == "data" and _isinstance(obj, WRITABLE) and not _isinstance(obj, type):
+            # x.data = y swaps x's storage: an array made from x (x.numpy(), numpy.asarray(x)) keeps pointing into the old one, freed
+            self.refuse("a change to a tensor's .data (it swaps the tensor's memory under any array made from it; update it in place instead)")
         if name == "attrname" and issubclass(_type(obj), functools.cached_property):
             # it writes what its function returns into an instance's own __dict__ under that name: any special name
             self.refuse("a change to a cached_property's attrname (it takes the name it is given in the class statement)")
