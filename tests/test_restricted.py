@@ -252,6 +252,7 @@ def test_a_class_pattern_capture_is_checked_before_its_body():
         ("class Meta(type):\n    pass\nclass K(metaclass=Meta):\n    pass\ny = type(K) is Meta", "y is True"),
         ("match x:\n    case torch.Tensor(shape=(n, t)):\n        y = n * t", "y == 6"),
         ("import torch\ny = torch.broadcast_shapes((2, 1), (1, 3))", "y == (2, 3)"),
+        ("y = (x.max(dim=-1).indices.tolist(), torch.sort(x[0]).indices.tolist(), x.layout is torch.strided)", "y == ([0, 0], [0, 1, 2], True)"),
         # modules as values, attributes that do not exist where they never run
         ("import math, numpy\nlibs = {'m': math, 'n': numpy}\ny = libs['m'].sqrt(4.0) + libs['n'].sqrt(9.0)", "y == 5.0"),
         ("if False:\n    x.not_a_real_attribute()\ny = 1", "y == 1"),
@@ -500,6 +501,11 @@ class _Handing:
         ("t = torch.frombuffer(b'0123', dtype=torch.uint8)", "torch.frombuffer"),
         ("b = bytearray(16)\nt = torch.asarray(b, dtype=torch.int64)", "the built-in bytearray"),  # grown, it frees what the tensor reads
         ("a = x.numpy()\nx.data = torch.zeros(1)", "a change to a tensor's .data"),
+        # sparse tensors: their add kernels write at indices never checked against the size
+        ("s = x.to_sparse()", "torch.Tensor.to_sparse"),
+        ("s = torch.zeros(2, layout=torch.sparse_coo)", "torch.sparse_coo"),
+        ("s = torch.sparse_coo_tensor(torch.zeros(1, 1, dtype=torch.long), torch.ones(1), (2,))", "torch.sparse_coo_tensor"),
+        ("i = x.indices()", "torch.Tensor.indices"),
         ("x.data += 1", "a change to a tensor's .data"),
         ("import numpy\nn = numpy.from_dlpack(x)", "numpy.from_dlpack"),
         (
