@@ -46,6 +46,7 @@ FORBIDDEN_NAMES = {
     "plain_torch_softmax": "torch.softmax",
     "rms_norm_of_centred": "torch.rms_norm",
     "rms_norm_overload": "torch.ops is forbidden",
+    "sparse_result": "torch.Tensor.to_sparse",
     "storage_from_file": "torch.UntypedStorage is forbidden",
     "tensor_method": ".softmax",
     "torch_c_nn": "torch._C",

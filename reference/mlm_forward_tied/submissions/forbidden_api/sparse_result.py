@@ -1,5 +1,6 @@
-"""Wrong: returns the right logits as a sparse tensor (torch.Tensor, but not strided and dense)."""
-# diagnosis: type
+"""Forbidden: returns the right logits as a sparse tensor. Sparse tensors are forbidden (their add
+kernels write at indices they never check); before they were, the result check refused this one as
+not strided and dense (a wrong answer)."""
 
 import math
 
