@@ -242,6 +242,7 @@ def _torch_internal(value: Any) -> bool:
 
 
 OWN_RULE = "this challenge forbids it: see the rules in the statement"  # a forbidden attribute the challenge's package added
+BASE_RULE = "it reaches files, compilers, code, operators by name or raw memory"  # why the base policy forbids one
 
 
 class Capabilities:
@@ -636,7 +637,7 @@ class Capabilities:
                 self.refuse(f"the Tensor method .{name}" if tensor else f"the function {path}")
             if any(fnmatch.fnmatchcase(path, pattern) for pattern, _ in self._attributes):
                 own = any(fnmatch.fnmatchcase(path, pattern) for pattern in self._challenge_attributes)
-                why = OWN_RULE if own else "it reaches files, compilers, code, operators by name or raw memory"
+                why = OWN_RULE if own else BASE_RULE
                 self.refuse(f"{path} ({why})")
 
     def _owned_somewhere(self, obj: Any) -> bool:
@@ -661,7 +662,7 @@ class Capabilities:
         if verdict == "":  # the most common: a tensor, a number (the substitutes are functions)
             return self._by_identity(value, what) if kind_id in self._substituted_kinds else value
         if _id(value) in self._refused_ids:  # a class or an allowed module a forbidden attribute names
-            self.refuse(f"{what}, {self._refused_ids[_id(value)][1]} (it reaches files, compilers, code, operators by name or raw memory)")
+            self.refuse(f"{what}, {self._refused_ids[_id(value)][1]} ({BASE_RULE})")
         if verdict == "class":  # a class: a metaclass is handed out as its checked stand-in
             if _module_of(value) == self.module_name:
                 self._is_own_class(value)  # checked as the file's own, whatever built it
@@ -706,14 +707,11 @@ class Capabilities:
         read where no check saw it: torch's deepcopy reads the names a class's __slotnames__ lists),
         and a bound Python function by the function's identity."""
         key = _id(value)
-        refused = self._refused_ids.get(key)
-        if refused is not None:
-            self.refuse(f"{what}, {refused[1]} (it reaches files, compilers, code, operators by name or raw memory)")
         kind = _type(value)
+        for named in (key, _id(value.__func__) if kind is MethodType else key):  # a bound Python function: its function's too
+            if named in self._refused_ids:
+                self.refuse(f"{what}, {self._refused_ids[named][1]} ({BASE_RULE})")
         if kind is MethodType:
-            function = value.__func__
-            if _id(function) in self._refused_ids:
-                self.refuse(f"{what}, {self._refused_ids[_id(function)][1]} (it reaches files, compilers, code, operators by name or raw memory)")
             self.check_value(value.__self__, f"{what}, a method of an object that is")  # a storage's resize_
         elif kind is BuiltinFunctionType or kind is MethodWrapperType:
             bound_to = value.__self__
@@ -756,7 +754,7 @@ class Capabilities:
             return f"an object of the class {_type_name(kind)}, which hands numpy or torch a raw memory address"
         for klass in _mro_of(kind):  # an object of a class the rules refuse (a storage torch's deepcopy hands out)
             if _id(klass) in self._refused_ids:
-                return f"an object of the class {self._refused_ids[_id(klass)][1]} (it reaches files, compilers, code, operators by name or raw memory)"
+                return f"an object of the class {self._refused_ids[_id(klass)][1]} ({BASE_RULE})"
         return ""
 
     def _raw_memory_class(self, cls: type) -> bool:
