@@ -3,6 +3,8 @@ seen as the plain call left them, a decorated entry point is callable, and what 
 prints is kept however its process ends."""
 
 import importlib.util
+import subprocess
+import sys
 import traceback
 import warnings
 
@@ -12,7 +14,7 @@ import torch
 from grader.cases import make_cases
 from grader.child.runner import _error_report, describe_output, run_case, signature_problem, submission_traceback
 from grader.spec import load_spec
-from tests.grading import SUBMISSIONS, fast_spec, grade_json
+from tests.grading import ROOT, SUBMISSIONS, fast_spec, grade_json
 
 SPEC = load_spec()
 PARAMETERS = list(SPEC.parameter_names)
@@ -229,3 +231,31 @@ def test_an_allocation_failure_of_torch_or_the_interpreter_sets_the_memory_flag(
 )
 def test_words_or_a_memory_error_the_submission_raises_set_no_memory_flag(call):
     assert _error_report(raised_by(call), "/nowhere/solution.py")["memory"] is False
+
+
+def test_the_pools_warm_up_leaves_no_lazy_import_to_a_childs_first_case():
+    """torch imports hundreds of modules on the first use of some allowed functions (torch.addr
+    under torch.vmap, torch.broadcast_shapes): seconds under the guard's profile function, which on
+    a loaded machine took an honest file's first case past its time limit. The pool's server
+    imports them before it forks, so a child's first case imports nothing."""
+    script = """
+import importlib.util, sys
+from grader.cases import make_cases
+from grader.child import runner
+from grader.sandbox.child import Child
+from grader.spec import load_spec
+spec = load_spec()
+runner.warm_up(Child.child_config(spec, ""))
+case = next(iter(make_cases(spec, "lazy")))
+before = set(sys.modules)
+for path in sys.argv[1:]:
+    loader = importlib.util.spec_from_file_location("submission", path)
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    module.mlm_forward_tied(**case.args)
+print(sorted(set(sys.modules) - before))
+"""
+    files = [SUBMISSIONS / "accepted" / name for name in ("vmap_with_addr.py", "public_broadcast_shapes.py")]
+    done = subprocess.run([sys.executable, "-c", script, *map(str, files)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout

@@ -6,6 +6,7 @@ decides a verdict: we only report what happened and return raw tensors.
 """
 
 import hashlib
+import importlib
 import inspect
 import io
 import json
@@ -25,6 +26,14 @@ from .guard import TAMPERED, Guard
 from .vjp import vector_jacobian
 
 wire.load_tensor_modules()  # now, while sys.modules holds the real numpy and torch
+
+# What torch imports on the first use of some allowed functions (a decomposition's dynamo guard:
+# torch.addr under torch.vmap; torch.broadcast_shapes): 1.5 s quiet and hundreds of modules, which
+# under the profile function and a loaded machine took a first case past its time limit. The pool's
+# server imports them before it forks (they start no thread); a single child, which grades one
+# file, does not pay for them unless its file calls for them.
+LAZY_TORCH_MODULES = ("torch._dynamo", "torch.fx.experimental.symbolic_shapes")
+TORCH_CACHE_VARIABLE = "TORCHINDUCTOR_CACHE_DIR"
 
 # An allocation failure, told apart from a message that merely says so: the memory flag of a reply
 # (grader/judge.py reads it as memory_limit_exceeded) is set only for a MemoryError or a RuntimeError
@@ -348,6 +357,19 @@ def warm_up(config: dict[str, Any]) -> None:
     warm-up only and never armed (the server must stay able to fork). Each forked child arms its
     own guard in serve(), as a single child does."""
     torch.set_num_threads(1)  # before any computation: no OpenMP threads in a process that forks
+    # torch._dynamo makes its cache folder at import (under tempfile.gettempdir(), which must be
+    # writable): the server can write nothing, so the folder is named /tmp, which exists; nothing is
+    # written, and the variable (which torch sets) is as it was after.
+    before = os.environ.get(TORCH_CACHE_VARIABLE)
+    os.environ[TORCH_CACHE_VARIABLE] = "/tmp"
+    try:
+        for name in LAZY_TORCH_MODULES:
+            importlib.import_module(name)
+    finally:
+        if before is None:
+            os.environ.pop(TORCH_CACHE_VARIABLE, None)
+        else:
+            os.environ[TORCH_CACHE_VARIABLE] = before
     guard = Guard(config["forbidden_functions"], config["forbidden_operators"], "")
     guard.kernels_to_override()  # found once here; each child overrides them
     restricted.Capabilities(config | {"submission": ""}, guard.refuse)  # the allowed modules, imported once
