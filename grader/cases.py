@@ -12,8 +12,8 @@ draw is the one the case always had.
 """
 
 import hashlib
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, overload
 
 import numpy as np
 
@@ -94,13 +94,47 @@ def generator(spec: Spec) -> Callable[[dict[str, Any], np.random.Generator], Dra
     return hidden_module(f"{spec.module}.generate").draw
 
 
+def case_plan(spec: Spec, hidden_seed: str, public_only: bool = False) -> list[tuple[CaseTemplate, str]]:
+    """Each case's template and seed, in the order the cases run: public cases first (from the
+    public seed), then hidden ones (from hidden_seed)."""
+    public = [(template, spec.public_seed) for template in spec.templates if template.settings["visibility"] == "public"]
+    hidden = [(template, hidden_seed) for template in spec.templates if template.settings["visibility"] != "public"]
+    return public if public_only else public + hidden
+
+
 def make_cases(spec: Spec, hidden_seed: str, public_only: bool = False) -> list[Case]:
     """Public cases first (from the public seed), then hidden ones (from hidden_seed)."""
-    cases = []
-    for template in spec.templates:
-        public = template.settings["visibility"] == "public"
-        if public or not public_only:
-            seed = spec.public_seed if public else hidden_seed
-            cases.append(make_case(template, seed, spec))
-    cases.sort(key=lambda case: not case.public)
-    return cases
+    return [make_case(template, seed, spec) for template, seed in case_plan(spec, hidden_seed, public_only)]
+
+
+class CasesInTurn(Sequence[Case]):
+    """The cases of make_cases, each drawn the first time it is asked for: a single grading draws
+    its first case as soon as the child can take it, and each later one while the child computes
+    the one before (drawing all of them first kept a ready child waiting)."""
+
+    def __init__(self, spec: Spec, hidden_seed: str, public_only: bool = False) -> None:
+        self.spec = spec
+        self.plan = case_plan(spec, hidden_seed, public_only)
+        self.made: list[Case] = []
+
+    def __len__(self) -> int:
+        return len(self.plan)
+
+    @overload
+    def __getitem__(self, index: int) -> Case: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Case]: ...
+    def __getitem__(self, index: int | slice) -> Case | list[Case]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if not -len(self) <= index < len(self):
+            raise IndexError(index)
+        index %= len(self)
+        self.draw(index + 1)
+        return self.made[index]
+
+    def draw(self, count: int) -> None:
+        """Draw the first `count` cases, those not drawn yet."""
+        while len(self.made) < min(count, len(self.plan)):
+            template, seed = self.plan[len(self.made)]
+            self.made.append(make_case(template, seed, self.spec))

@@ -15,7 +15,7 @@ import stat
 import tempfile
 import time
 import tokenize
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -295,11 +295,16 @@ def _send_start(child: Child, source: bytes, restricted: bool, limits: Limits) -
     return _Starting(deadline, None)
 
 
-def _wait_ready(child: Child, limits: Limits, starting: _Starting, results: list[CaseResult]) -> None:
-    """Returns once the child has loaded the submission and found the entry point; else marks every
-    case not run and raises Rejection saying why."""
+def _result_of(case: Case) -> CaseResult:
+    return CaseResult(case.name, case.family, case.dtype, case.public, case.shape_text())
+
+
+def _wait_ready(child: Child, limits: Limits, starting: _Starting, cases: Sequence[Case], results: list[CaseResult]) -> None:
+    """Returns once the child has loaded the submission and found the entry point; else adds every
+    case to `results`, not run, and raises Rejection saying why."""
     problem = starting.problem or _startup_problem(child, limits, starting.deadline)
     if problem:
+        results[:] = map(_result_of, cases)
         for result in results:
             result.status, result.message = problem[0], "not run: " + problem[1].splitlines()[0]
         raise Rejection(*problem)
@@ -358,36 +363,48 @@ def _timed_out(timeout: ChildTimeout, limits: Limits, during: str) -> str:
     return f"did not finish within {limits.case_seconds:g} s (the limit for one case)"
 
 
-def _cases(spec: Spec, hidden_seed: str, public_only: bool, prepared: Prepared | None) -> tuple[list[Case], Callable[[int], Expected]]:
+def _cases(spec: Spec, hidden_seed: str, public_only: bool, prepared: Prepared | None) -> tuple[Sequence[Case], Callable[[int], Expected]]:
     """The cases, and what gives case i's expected outputs: a batch's, computed once (prepared), or
-    computed here, each while the child runs its case."""
+    each drawn here when its turn comes and its expected outputs computed while the child runs it."""
     if prepared is not None:
         return prepared.cases, prepared.expected.__getitem__
-    from grader.cases import make_cases
+    from grader.cases import CasesInTurn
     from grader.expected import expected_for
 
-    cases = make_cases(spec, hidden_seed, public_only)
+    cases = CasesInTurn(spec, hidden_seed, public_only)
+    cases.draw(1)  # while the child loads the file
     return cases, lambda index: expected_for(cases[index], spec)
 
 
-def _run_cases(child: Child, cases: list[Case], expected_of: Callable[[int], Expected], results: list[CaseResult], spec: Spec) -> Received:
+def _run_cases(child: Child, cases: Sequence[Case], expected_of: Callable[[int], Expected], results: list[CaseResult], spec: Spec) -> Received:
     """Runs the cases in order, then the runtime guard's last check, once the child is ready; returns
-    what the child returned for each failing case (for the diagnosis). A case's request goes out as
-    soon as the previous case is answered, before that answer is judged, so that the child computes
-    while the grader judges; expected_of(i) gives case i's expected outputs, computed while the
-    child computes case i."""
+    what the child returned for each failing case (for the diagnosis). Each case's result is added to
+    `results` when its turn comes, those not run at the end. A case's request goes out as soon as
+    the previous case is answered, before that answer is judged, so that the child computes while
+    the grader judges (and draws the next case, with CasesInTurn); expected_of(i) gives case i's
+    expected outputs, computed while the child computes case i."""
+    try:
+        return _run_in_turn(child, cases, expected_of, results, spec)
+    finally:
+        results += map(_result_of, cases[len(results) :])
+
+
+def _run_in_turn(child: Child, cases: Sequence[Case], expected_of: Callable[[int], Expected], results: list[CaseResult], spec: Spec) -> Received:
     received: Received = {}
     sent = _send_case(child, cases[0], spec) if cases else None
-    for index, (case, result) in enumerate(zip(cases, results, strict=True)):
+    for index, case in enumerate(cases):
         started, deadline, failed = sent
+        result = _result_of(case)
+        results.append(result)
         try:
             if failed is not None:
                 raise failed
             expected = expected_of(index)
+            upcoming = cases[index + 1] if index + 1 < len(cases) else None  # (drawn now, with CasesInTurn)
             reply, tensors = child.answer(protocol.expect_result(case, spec), deadline)
             result.seconds = child.answered_at - started
-            if index + 1 < len(cases):
-                sent = _send_case(child, cases[index + 1], spec)
+            if upcoming is not None:
+                sent = _send_case(child, upcoming, spec)
             judge_reply(case, expected, reply, tensors, spec, result)
             if not result.passed:
                 received[case.name] = reply, tensors
@@ -396,7 +413,7 @@ def _run_cases(child: Child, cases: list[Case], expected_of: Callable[[int], Exp
             return received
         finally:
             result.withhold()  # a hidden case: what the submission chose, for staff only
-    if results:
+    if cases:
         _finish(child, spec.limits, results[-1])
         results[-1].withhold()
     return received
@@ -511,8 +528,7 @@ def grade(
                     _check_policy(source, tree, spec, static_check)
                 starting = _send_start(child, source, restricted, spec.limits)
                 cases, expected_of = _cases(spec, hidden_seed, public_only, prepared)
-                report.cases = [CaseResult(c.name, c.family, c.dtype, c.public, c.shape_text()) for c in cases]
-                _wait_ready(child, spec.limits, starting, report.cases)
+                _wait_ready(child, spec.limits, starting, cases, report.cases)
                 received = _run_cases(child, cases, expected_of, report.cases, spec)
                 report.verdict, report.message = overall(report.cases, public_only)
             except Rejection as rejection:

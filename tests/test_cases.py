@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.cases import make_case, make_cases
+from grader.cases import CasesInTurn, make_case, make_cases
 from grader.expected import expected_for
 from grader.spec import load_spec, seed_public_id
 from reference.mlm_forward_tied.reference import attention_scores, layer_norm
@@ -34,6 +34,22 @@ def test_same_seed_gives_identical_cases():
         for name in a.inputs:
             assert torch.equal(a.inputs[name], b.inputs[name])
         assert torch.equal(a.grad_output, b.grad_output)
+
+
+@pytest.mark.parametrize("public_only", [False, True])
+def test_cases_drawn_in_turn_are_the_cases_drawn_at_once(public_only):
+    """A single grading draws each case when its turn comes (CasesInTurn): the same cases, in the
+    same order, as a batch's make_cases, each drawn only once it is asked for."""
+    at_once, in_turn = make_cases(SPEC, "turns", public_only), CasesInTurn(SPEC, "turns", public_only)
+    assert len(in_turn) == len(at_once) and not in_turn.made
+    assert in_turn[2].name == at_once[2].name and len(in_turn.made) == 3
+    for a, b in zip(at_once, in_turn, strict=True):
+        assert a.name == b.name and a.public == b.public and a.dtype == b.dtype
+        assert all(torch.equal(a.inputs[name], b.inputs[name]) for name in a.inputs)
+        assert torch.equal(a.grad_output, b.grad_output)
+    assert in_turn[-1] is in_turn.made[-1] and in_turn[1:3] == in_turn.made[1:3]
+    with pytest.raises(IndexError):
+        in_turn[len(at_once)]
 
 
 def test_hidden_cases_depend_on_the_seed_and_public_ones_do_not():
