@@ -249,6 +249,22 @@ def test_a_tensor_set_on_a_storage_is_refused_at_the_kernel():
     assert found and found[0] == "the operator aten.set_ onto a storage"
 
 
+def test_fbgemms_packed_pointers_are_refused_at_the_kernel_whatever_the_problem():
+    # a packed weight is a uint8 tensor whose bytes are a C++ pointer: written, then freed, it
+    # decrements any word in memory; the capability layer forbids torch.fbgemm_*, the guard is the second wall
+    found, seen = armed(
+        """
+        attempt("pack fp16", lambda: torch.fbgemm_pack_gemm_matrix_fp16(torch.ones(2, 2)))
+        attempt("pack int8", lambda: torch.fbgemm_pack_quantized_matrix(torch.ones(2, 2)))
+        """
+    )
+    assert seen["pack fp16"].startswith("ForbiddenAPIError") and seen["pack int8"].startswith("ForbiddenAPIError")
+    assert found[:2] == [
+        "the operator aten.fbgemm_pack_gemm_matrix_fp16 (its result holds a raw C++ pointer)",
+        "the operator aten.fbgemm_pack_quantized_matrix (its result holds a raw C++ pointer)",
+    ]
+
+
 def test_a_thread_is_refused_and_recorded():
     found, seen = armed('attempt("thread", lambda: threading.Thread(target=lambda: torch.softmax(x, -1)).start())')
     assert seen["thread"].startswith("ForbiddenAPIError")

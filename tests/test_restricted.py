@@ -508,6 +508,9 @@ class _Handing:
         ("i = x.indices()", "torch.Tensor.indices"),
         ("x.data += 1", "a change to a tensor's .data"),
         ("import numpy\nn = numpy.from_dlpack(x)", "numpy.from_dlpack"),
+        # a packed weight's bytes are a C++ pointer: written, then freed, it decrements any word in memory
+        ("p = torch.fbgemm_pack_gemm_matrix_fp16(torch.ones(1, 1))", "torch.fbgemm_pack_gemm_matrix_fp16"),
+        ("p = getattr(torch, 'fbgemm_' + 'pack_quantized_matrix')", "torch.fbgemm_pack_quantized_matrix"),
         (
             "import dataclasses, numpy\n@dataclasses.dataclass\nclass Holder:\n    value: object\n"
             "record = numpy.zeros(1, dtype=[('t', object)])\nrecord[0]['t'] = [1]\ny = dataclasses.asdict(Holder(record[0]))",

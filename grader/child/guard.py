@@ -38,6 +38,9 @@ TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 # Whatever the problem: a tensor set on a storage (x.set_(storage)), which can then be resized under
 # it, reads and writes past its end. Torch function modes do not see these calls.
 STORAGE_OVERLOADS = frozenset({"set_.source_Storage", "set_.source_Storage_storage_offset", "set.source_Storage", "set.source_Storage_storage_offset"})
+# Whatever the problem: fbgemm's packing operators return a uint8 tensor whose bytes are a C++
+# pointer (torch's cpp_custom_type_hack); written and then freed, it decrements any word in memory.
+RAW_POINTER_PREFIX = "fbgemm_"
 KERNEL_KEYS = (
     "CompositeImplicitAutograd", "CompositeImplicitAutogradNestedTensor", "CompositeExplicitAutograd",
     "CompositeExplicitAutogradNonFunctional", "CPU", "SparseCPU", "SparseCsrCPU", "QuantizedCPU",
@@ -267,7 +270,7 @@ class Guard:
             for qualified in torch._C._dispatch_get_all_op_names():
                 namespace, _, op = qualified.partition("::")
                 name = op.partition(".")[0]
-                if namespace == "aten" and (self.operator_forbidden(name) or op in STORAGE_OVERLOADS):
+                if namespace == "aten" and (self.operator_forbidden(name) or op in STORAGE_OVERLOADS or name.startswith(RAW_POINTER_PREFIX)):
                     found += [(qualified, op, name, k) for k in KERNEL_KEYS if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, k)]
             _KERNELS_FOUND[key] = found
         return _KERNELS_FOUND[key]
@@ -277,7 +280,7 @@ class Guard:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "overriding a previously registered kernel" is the point
             for qualified, op, name, key in self.kernels_to_override():
-                kernel = _refusing_kernel(self, f"the operator aten.{name} onto a storage" if op in STORAGE_OVERLOADS else f"the operator aten.{name}")
+                kernel = _refusing_kernel(self, f"the operator aten.{name}{_whatever_the_problem(op, name)}")
                 library.impl(op, kernel, key)
                 self.kernels.append((qualified, kernel))
         self.library = library
@@ -315,6 +318,15 @@ class Guard:
         body = ", ".join(_quote(key) + ": " + _quote(value if _len(value) <= _limit else value[:_limit] + " [cut]") for key, value in fields.items())
         header = ("{" + body + ', "tensors": []}').encode("ascii")
         return _pack(len(header)) + header
+
+
+def _whatever_the_problem(op: str, name: str) -> str:
+    """Why an operator the base rules refuse is refused, '' for one the problem forbids."""
+    if op in STORAGE_OVERLOADS:
+        return " onto a storage"
+    if name.startswith(RAW_POINTER_PREFIX):
+        return " (its result holds a raw C++ pointer)"
+    return ""
 
 
 def _refusing_kernel(guard: Guard, what: str) -> Any:
