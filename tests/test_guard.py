@@ -249,19 +249,23 @@ def test_a_tensor_set_on_a_storage_is_refused_at_the_kernel():
     assert found and found[0] == "the operator aten.set_ onto a storage"
 
 
-def test_fbgemms_packed_pointers_are_refused_at_the_kernel_whatever_the_problem():
+def test_operators_reaching_memory_through_unchecked_pointers_or_indices_are_refused_at_the_kernel_whatever_the_problem():
     # a packed weight is a uint8 tensor whose bytes are a C++ pointer: written, then freed, it
     # decrements any word in memory; the capability layer forbids torch.fbgemm_*, the guard is the second wall
     found, seen = armed(
         """
         attempt("pack fp16", lambda: torch.fbgemm_pack_gemm_matrix_fp16(torch.ones(2, 2)))
         attempt("pack int8", lambda: torch.fbgemm_pack_quantized_matrix(torch.ones(2, 2)))
+        attempt("segment", lambda: torch.segment_reduce(torch.ones(4), "sum", offsets=torch.tensor([0, 4]), unsafe=True))
+        attempt("ctc", lambda: torch.ctc_loss(torch.full((3, 1, 4), -1.4), torch.tensor([[1]]), [3], [1]))
         """
     )
-    assert seen["pack fp16"].startswith("ForbiddenAPIError") and seen["pack int8"].startswith("ForbiddenAPIError")
-    assert found[:2] == [
+    assert all(seen[label].startswith("ForbiddenAPIError") for label in ("pack fp16", "pack int8", "segment", "ctc"))
+    assert found[:4] == [
         "the operator aten.fbgemm_pack_gemm_matrix_fp16 (its result holds a raw C++ pointer)",
         "the operator aten.fbgemm_pack_quantized_matrix (its result holds a raw C++ pointer)",
+        "the operator aten.segment_reduce (it reads and writes at offsets it does not check)",
+        "the operator aten.ctc_loss (it reads and writes at target labels it does not check)",
     ]
 
 

@@ -276,6 +276,14 @@ def test_a_class_pattern_capture_is_checked_before_its_body():
         ("v = torch.ones(3, requires_grad=True)\n(v * v).sum().backward()\ny = v.grad.tolist()\nv.grad = None", "y == [2.0, 2.0, 2.0]"),
         ("y = torch.vmap(lambda row: torch.addr(torch.zeros(2, 2), row[:2], row[1:]))(torch.ones(4, 3)).shape", "y == (4, 2, 2)"),
         ("y = f'{x.shape[0]}-{torch.__version__ != \"\"}'", "y == '2-True'"),
+        # numpy and torch never share memory: numpy's writes would pass torch's version counter by
+        # (a saved index rewritten between the forward and the backward); the values are the same
+        (
+            "import numpy\nt = torch.arange(3)\na, b, m = t.numpy(), numpy.asarray(t), torch.Tensor.numpy(t)\na[0] = b[1] = m[2] = 9\n"
+            "n = numpy.arange(3)\nf, g, h = torch.from_numpy(n), torch.as_tensor(n), torch.asarray(n)\nn[:] = 7\n"
+            "y = (t.tolist(), f.tolist(), g.tolist(), h.tolist(), a.tolist(), b.tolist(), m.tolist(), f.dtype)",
+            "y == ([0, 1, 2], [0, 1, 2], [0, 1, 2], [0, 1, 2], [9, 1, 2], [0, 9, 2], [0, 1, 9], torch.int64)",
+        ),
         ("match x.dtype:\n    case torch.float32:\n        y = 'f32'\n    case torch.float64:\n        y = 'f64'", "y == 'f32'"),
         # dataclasses' functions through their stand-ins; vars() of a dataclass hands out a copy of its fields
         (
@@ -508,6 +516,11 @@ class _Handing:
         ("i = x.indices()", "torch.Tensor.indices"),
         ("x.data += 1", "a change to a tensor's .data"),
         ("import numpy\nn = numpy.from_dlpack(x)", "numpy.from_dlpack"),
+        # operators that reach memory through indices they do not check; .data, an alias autograd does not track
+        ("y = torch.segment_reduce(torch.ones(4), 'sum', offsets=torch.tensor([0, 4]), unsafe=True)", "torch.segment_reduce"),
+        ("y = torch.ctc_loss", "torch.ctc_loss"),
+        ("import numpy\nr = numpy.random.RandomState(0)\nr.set_state(r.get_state())", "numpy.random.RandomState.set_state"),
+        ("i = torch.zeros(2, dtype=torch.long)\ni.data.fill_(5)", "torch.Tensor.data"),
         # a packed weight's bytes are a C++ pointer: written, then freed, it decrements any word in memory
         ("p = torch.fbgemm_pack_gemm_matrix_fp16(torch.ones(1, 1))", "torch.fbgemm_pack_gemm_matrix_fp16"),
         ("p = getattr(torch, 'fbgemm_' + 'pack_quantized_matrix')", "torch.fbgemm_pack_quantized_matrix"),

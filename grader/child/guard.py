@@ -38,9 +38,14 @@ TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 # Whatever the problem: a tensor set on a storage (x.set_(storage)), which can then be resized under
 # it, reads and writes past its end. Torch function modes do not see these calls.
 STORAGE_OVERLOADS = frozenset({"set_.source_Storage", "set_.source_Storage_storage_offset", "set.source_Storage", "set.source_Storage_storage_offset"})
-# Whatever the problem: fbgemm's packing operators return a uint8 tensor whose bytes are a C++
-# pointer (torch's cpp_custom_type_hack); written and then freed, it decrements any word in memory.
-RAW_POINTER_PREFIX = "fbgemm_"
+# Whatever the problem, with why: operators that reach memory through pointers or indices they never
+# check. fbgemm's packing operators return a uint8 tensor whose bytes are a C++ pointer (torch's
+# cpp_custom_type_hack): written and then freed, it decrements any word in memory.
+UNCHECKED_OPERATORS = {
+    "fbgemm_*": "its result holds a raw C++ pointer",
+    "*segment_reduce*": "it reads and writes at offsets it does not check",
+    "*ctc_loss*": "it reads and writes at target labels it does not check",
+}
 KERNEL_KEYS = (
     "CompositeImplicitAutograd", "CompositeImplicitAutogradNestedTensor", "CompositeExplicitAutograd",
     "CompositeExplicitAutogradNonFunctional", "CPU", "SparseCPU", "SparseCsrCPU", "QuantizedCPU",
@@ -270,7 +275,7 @@ class Guard:
             for qualified in torch._C._dispatch_get_all_op_names():
                 namespace, _, op = qualified.partition("::")
                 name = op.partition(".")[0]
-                if namespace == "aten" and (self.operator_forbidden(name) or op in STORAGE_OVERLOADS or name.startswith(RAW_POINTER_PREFIX)):
+                if namespace == "aten" and (self.operator_forbidden(name) or op in STORAGE_OVERLOADS or _whatever_the_problem(op, name)):
                     found += [(qualified, op, name, k) for k in KERNEL_KEYS if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, k)]
             _KERNELS_FOUND[key] = found
         return _KERNELS_FOUND[key]
@@ -324,8 +329,9 @@ def _whatever_the_problem(op: str, name: str) -> str:
     """Why an operator the base rules refuse is refused, '' for one the problem forbids."""
     if op in STORAGE_OVERLOADS:
         return " onto a storage"
-    if name.startswith(RAW_POINTER_PREFIX):
-        return " (its result holds a raw C++ pointer)"
+    for pattern, why in UNCHECKED_OPERATORS.items():
+        if fnmatch.fnmatchcase(name, pattern):
+            return f" ({why})"
     return ""
 
 

@@ -214,6 +214,7 @@ def _plain_copies() -> tuple[frozenset[type], frozenset[type]]:
 
 PLAIN_COPIES, NUMPY_VALUES = _plain_copies()
 TENSOR = WRITABLE[0]  # torch.Tensor
+_TENSOR_NUMPY = TENSOR.numpy
 # Containers whose items library code can take out unseen; each is read with its built-in type's own iterator.
 _VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
 CONTAINERS = (list, tuple, dict, set, frozenset, *_VIEWS)
@@ -226,6 +227,38 @@ def _contents_of(container: Any) -> Iterable[Any]:
         if issubclass(kind, base):
             return [*dict.__iter__(container), *dict.values(container)] if base is dict else base.__iter__(container)
     return ()
+
+
+def _unshared(value: Any) -> Any:
+    """A numpy array copied, anything else as it is: memory shared between an array and a tensor
+    takes numpy's writes without torch's version counter seeing them, so an index tensor autograd
+    saved could be rewritten between the forward and the backward, whose kernels trust it
+    (max_pool1d_with_indices, embedding_bag, segment_reduce: writes anywhere in memory)."""
+    return value.copy() if _isinstance(value, WRITABLE[1]) else value  # (numpy.ndarray and its subclasses)
+
+
+def _copying_numpy(tensor: Any, *, force: bool = False) -> Any:
+    """Tensor.numpy as the file gets it: a copy of the values, never a view of the tensor's memory."""
+    return _TENSOR_NUMPY(tensor, force=force).copy()
+
+
+def _unshare_numpy_conversions() -> None:
+    """numpy.asarray(tensor) and every conversion numpy makes itself call Tensor.__array__, which
+    returns a view of the tensor's memory (Tensor.numpy()): replaced once per process by one that
+    returns a copy, before the runtime guard takes its picture of torch.Tensor."""
+    original = TENSOR.__dict__["__array__"]
+    if getattr(original, "copies", False):
+        return
+
+    def __array__(self: Any, dtype: Any = None) -> Any:
+        return original(self, dtype).copy()
+
+    __array__.copies = True  # type: ignore[attr-defined]
+    TENSOR.__array__ = __array__
+
+
+# A bound method of a tensor handed out as another function (its name -> the function, called with the tensor).
+TENSOR_METHODS = {"numpy": _copying_numpy}
 
 
 def _is_dunder(name: str) -> bool:
@@ -492,7 +525,23 @@ class Capabilities:
             the real `type`."""
             return caps.check_value(typing.get_origin(tp), "what typing.get_origin returned")
 
+        _unshare_numpy_conversions()
+        torch = sys.modules["torch"]
+
+        def from_numpy(array: Any) -> Any:
+            return torch.from_numpy(_unshared(array))
+
+        def as_tensor(data: Any, *args: Any, **kwargs: Any) -> Any:
+            return torch.as_tensor(_unshared(data), *args, **kwargs)
+
+        def asarray(obj: Any, *args: Any, **kwargs: Any) -> Any:
+            return torch.asarray(_unshared(obj), *args, **kwargs)
+
         return [
+            (torch.from_numpy, from_numpy),
+            (torch.as_tensor, as_tensor),
+            (torch.asarray, asarray),
+            (_TENSOR_NUMPY, _copying_numpy),
             (functools.update_wrapper, update_wrapper),
             (functools.wraps, wraps),
             (dataclasses.dataclass, dataclass),
@@ -726,6 +775,8 @@ class Capabilities:
                     maybe = True
                 if maybe:
                     self.check_name(bound_to, name)
+                if name in TENSOR_METHODS and _isinstance(bound_to, TENSOR):
+                    return functools.partial(TENSOR_METHODS[name], bound_to)
         return self._substitutes.get(key, value)
 
     def _module_namespaces(self) -> dict[int, Any]:
