@@ -521,6 +521,14 @@ class _Handing:
         ("y = torch.ctc_loss", "torch.ctc_loss"),
         ("import numpy\nr = numpy.random.RandomState(0)\nr.set_state(r.get_state())", "numpy.random.RandomState.set_state"),
         ("i = torch.zeros(2, dtype=torch.long)\ni.data.fill_(5)", "torch.Tensor.data"),
+        # aliases autograd's version counter does not see, and backward kernels that trust saved indices
+        ("i = torch.zeros(2, dtype=torch.long)\ni.unsafe_split(1)[0].fill_(5)", "torch.Tensor.unsafe_split"),
+        ("i = torch.unsafe_chunk(torch.zeros(2), 1)", "torch.unsafe_chunk"),
+        ("import numpy\ni = torch.LongTensor(numpy.zeros(2, dtype=numpy.int64))", "torch.LongTensor"),
+        ("import numpy\ni = x.new(numpy.zeros(2, dtype=numpy.float32))", "torch.Tensor.new"),
+        ("import numpy\nm = numpy.zeros(2).data", "numpy.ndarray.data"),
+        ("y, i = torch.max_pool1d_with_indices(x.unsqueeze(0), 1)", "torch.max_pool1d_with_indices"),
+        ("y = torch.embedding_bag(x, torch.zeros(1, dtype=torch.long), torch.zeros(1, dtype=torch.long))", "torch.embedding_bag"),
         # a packed weight's bytes are a C++ pointer: written, then freed, it decrements any word in memory
         ("p = torch.fbgemm_pack_gemm_matrix_fp16(torch.ones(1, 1))", "torch.fbgemm_pack_gemm_matrix_fp16"),
         ("p = getattr(torch, 'fbgemm_' + 'pack_quantized_matrix')", "torch.fbgemm_pack_quantized_matrix"),

@@ -45,6 +45,17 @@ UNCHECKED_OPERATORS = {
     "fbgemm_*": "its result holds a raw C++ pointer",
     "*segment_reduce*": "it reads and writes at offsets it does not check",
     "*ctc_loss*": "it reads and writes at target labels it does not check",
+    # Backward kernels that trust the indices their forward saved: rewritten through an alias
+    # autograd does not see, they write anywhere. Refused with their forward operators.
+    "max_pool*_with_indices*": "its backward writes at the saved indices unchecked",
+    "adaptive_max_pool*": "its backward writes at the saved indices unchecked",
+    "fractional_max_pool*": "its backward writes at the saved indices unchecked",
+    "max_unpool*": "it writes at indices it is given",
+    "*embedding_bag*": "its backward writes at the saved indices unchecked",
+    "*nll_loss*": "its backward writes at the saved targets unchecked",
+    "multi*margin_loss*": "its backward writes at the saved targets unchecked",
+    # Views whose version counter is not their base's: writes through them pass autograd by.
+    "unsafe_*": "its views' writes pass autograd's version counter by",
 }
 KERNEL_KEYS = (
     "CompositeImplicitAutograd", "CompositeImplicitAutogradNestedTensor", "CompositeExplicitAutograd",
@@ -335,6 +346,15 @@ def _whatever_the_problem(op: str, name: str) -> str:
     return ""
 
 
+def _kernel_lines(
+    qualified: str, dump: Any = torch._C._dispatch_dump, keys: tuple = (*(f"{k}:" for k in KERNEL_KEYS), *(f"{k} (inactive):" for k in KERNEL_KEYS))
+) -> tuple:
+    """The lines of an operator's dispatch table at the keys where the guard puts its refusing
+    kernels: what replacing one of them changes. torch registers kernels at other keys lazily
+    (functorch's batching rules for nll_loss_backward at the first torch.vmap), which is no tampering."""
+    return tuple(line for line in dump(qualified).splitlines() if line.startswith(keys))
+
+
 def _refusing_kernel(guard: Guard, what: str) -> Any:
     def refuse_operator(*args: Any, **kwargs: Any) -> NoReturn:
         _refuse(guard, what)
@@ -426,14 +446,14 @@ def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
     cells = tuple(cell for closure in closures if closure for cell in closure)
     get_contents, contents = operator.attrgetter("cell_contents"), tuple(cell.cell_contents for cell in cells)
     kernel_names = tuple(dict(guard.kernels))
-    kernel_tables = tuple(map(torch._C._dispatch_dump, kernel_names))
+    kernel_tables = tuple(map(_kernel_lines, kernel_names))
     ne = operator.ne
     function_watch = guard.function_watch
     function_stack_len, function_stack_at = torch._C._len_torch_function_stack, torch._C._get_function_stack_at
     dispatch_stack_len = torch._C._len_torch_dispatch_stack
     infra_mode, infra_keys = torch._C._get_dispatch_mode, tuple(torch._C._TorchDispatchModeKey.__members__.values())
     function_handling_on, function_modes_on = torch._C._is_torch_function_enabled, torch._C._is_torch_function_mode_enabled
-    kernel_table, parts_of, missing, error, line_of = torch._C._dispatch_dump, _parts, _MISSING, ForbiddenAPIError, _submission_line
+    kernel_table, parts_of, missing, error, line_of = _kernel_lines, _parts, _MISSING, ForbiddenAPIError, _submission_line
     current_profile, profile_parts = sys.getprofile, _parts(profile)
     count, ident, string, exception, basename, finalizing = len, id, str, Exception, os.path.basename, sys.is_finalizing
     record_event, read_event, tampered, refused_events, limit = RECORD_EVENT, READ_EVENT, TAMPERED, dict(REFUSED_EVENTS), RECORD_LIMIT
