@@ -261,9 +261,10 @@ def test_operators_reaching_memory_through_unchecked_pointers_or_indices_are_ref
         attempt("pool", lambda: torch.max_pool1d_with_indices(torch.ones(1, 2, 4), 2))
         attempt("bag", lambda: torch.embedding_bag(torch.ones(3, 2), torch.tensor([0]), torch.tensor([0])))
         attempt("unsafe", lambda: torch.ones(4).unsafe_split(2))
+        attempt("embedding", lambda: torch.embedding(torch.ones(3, 2), torch.tensor([0]), -1, True, False))
         """
     )
-    labels = ("pack fp16", "pack int8", "segment", "ctc", "pool", "bag", "unsafe")
+    labels = ("pack fp16", "pack int8", "segment", "ctc", "pool", "bag", "unsafe", "embedding")
     assert all(seen[label].startswith("ForbiddenAPIError") for label in labels), seen
     assert "the operator aten.unsafe_split (its views' writes pass autograd's version counter by)" in found
     assert found[:4] == [

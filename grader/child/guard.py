@@ -52,6 +52,8 @@ UNCHECKED_OPERATORS = {
     "fractional_max_pool*": "its backward writes at the saved indices unchecked",
     "max_unpool*": "it writes at indices it is given",
     "*embedding_bag*": "its backward writes at the saved indices unchecked",
+    "embedding*": "its backward writes at the saved indices unchecked (scale_grad_by_freq)",
+    "_gather_sparse_backward": "its result holds the saved indices unchecked",
     "*nll_loss*": "its backward writes at the saved targets unchecked",
     "multi*margin_loss*": "its backward writes at the saved targets unchecked",
     # Views whose version counter is not their base's: writes through them pass autograd by.

@@ -245,7 +245,9 @@ def _copying_numpy(tensor: Any, *, force: bool = False) -> Any:
 def _unshare_numpy_conversions() -> None:
     """numpy.asarray(tensor) and every conversion numpy makes itself call Tensor.__array__, which
     returns a view of the tensor's memory (Tensor.numpy()): replaced once per process by one that
-    returns a copy, before the runtime guard takes its picture of torch.Tensor."""
+    returns a copy, before the runtime guard takes its picture of torch.Tensor. (torch.Tensor(array),
+    the legacy constructor, still aliases a float32 array: replacing torch.Tensor.__new__ breaks
+    torch's own checks of its signature. docs/threat-model.md, "Known limits".)"""
     original = TENSOR.__dict__["__array__"]
     if getattr(original, "copies", False):
         return
