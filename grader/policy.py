@@ -33,6 +33,15 @@ ADVICE = {
     "attention": "write the attention yourself: q @ k^T / sqrt(d_head), your softmax, then @ v",
     "transformer": "write the encoder block yourself from matmuls and your own helpers",
 }
+BASE_REASON = "it reaches files, compilers, code, operators by name or raw memory"
+# Base-policy attributes an honest file may reach for, with why they are forbidden and what to write instead.
+BASE_ATTRIBUTE_ADVICE = {
+    "torch.embedding*": ("its backward trusts indices it saved", "index the matrix instead: w_emb[input_ids]"),
+    "torch.Tensor.data": ("an alias autograd does not track", "use .detach()"),
+    "torch.?*Tensor": ("it can alias a numpy array", "use torch.tensor(...) or torch.as_tensor(...)"),
+    "torch.Tensor.new": ("it can alias a numpy array", "use torch.tensor(...) or x.new_tensor(...)"),
+    "*unsafe_*": ("an alias autograd does not track", "use split or chunk"),
+}
 SEE_RULES = "use the public API of torch and numpy, or attributes your file defines (see the Rules in the statement)"
 MODULE = ("a module", "")  # the refusal of a module-valued attribute: follow() says which
 ENUM_FUNCTIONAL = {"names", "module", "qualname", "type", "start", "boundary"}  # Enum("E", names, ...)
@@ -99,7 +108,12 @@ class Rules:
         """Why a forbidden attribute is: the challenge's own rule, or what the base policy's walls keep out."""
         if any(fnmatch.fnmatchcase(path, pattern) for pattern in self.challenge_attributes):
             return "this challenge forbids it: see the rules in the statement"
-        return "it reaches files, compilers, code, operators by name or raw memory"
+        return next((why for pattern, (why, _) in BASE_ATTRIBUTE_ADVICE.items() if fnmatch.fnmatchcase(path, pattern)), BASE_REASON)
+
+    @staticmethod
+    def attribute_advice(path: str) -> str:
+        """What to write instead of a forbidden attribute."""
+        return next((advice for pattern, (_, advice) in BASE_ATTRIBUTE_ADVICE.items() if fnmatch.fnmatchcase(path, pattern)), "use tensor operations only")
 
     @cached_property
     def _operators(self) -> re.Pattern[str]:
@@ -175,7 +189,7 @@ class _Builder:
         if self.rules.builtin_function(name):
             return f".{name} is forbidden (built-in {name})", advice_for(name)
         if self.rules.forbidden_path(full):
-            return f"{name} is forbidden ({full}: {self.rules.attribute_reason(full)})", "use tensor operations only"
+            return f"{name} is forbidden ({full}: {self.rules.attribute_reason(full)})", self.rules.attribute_advice(full)
         if isinstance(value, types.ModuleType):
             return None if full in self.module_paths and value.__name__ == full else MODULE
         if _is_internal(value):
@@ -543,7 +557,7 @@ class Checker:
         if self.rules.forbidden_path(path):
             if root == "operator":
                 return f"{path} is forbidden (it reaches attributes by a computed name)", "write the attribute or method directly"
-            return f"{path} is forbidden ({self.rules.attribute_reason(path)})", "use tensor operations only"
+            return f"{path} is forbidden ({self.rules.attribute_reason(path)})", self.rules.attribute_advice(path)
         value = vars(owner).get(name) if isinstance(owner, types.ModuleType) else inspect.getattr_static(owner, name, None)
         if inspect.ismodule(value):
             return f"{path} is a module outside the allowed list", "use the public API of torch, numpy and math"

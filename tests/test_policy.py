@@ -278,3 +278,15 @@ def test_a_report_lists_the_first_violations_and_counts_the_rest():
     report = explain(found)
     assert len(found) == 120 and report.startswith("120 uses of forbidden APIs")
     assert report.count(".softmax is forbidden") == 50 and report.endswith("... and 70 more (fix these first)")
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        ("import torch\ny = torch.embedding(w, ids)", "(its backward trusts indices it saved); index the matrix instead: w_emb[input_ids]"),
+        ("import torch\ny = torch.LongTensor([1])", "(it can alias a numpy array); use torch.tensor(...) or torch.as_tensor(...)"),
+        ("import torch\ny = torch.load('f')", "(it reaches files, compilers, code, operators by name or raw memory); use tensor operations only"),
+    ],
+)
+def test_a_base_rule_an_honest_file_may_trip_says_what_to_write_instead(source, says):
+    assert any(says in v for v in violations(source)), violations(source)
