@@ -262,9 +262,13 @@ def test_operators_reaching_memory_through_unchecked_pointers_or_indices_are_ref
         attempt("bag", lambda: torch.embedding_bag(torch.ones(3, 2), torch.tensor([0]), torch.tensor([0])))
         attempt("unsafe", lambda: torch.ones(4).unsafe_split(2))
         attempt("embedding", lambda: torch.embedding(torch.ones(3, 2), torch.tensor([0]), -1, True, False))
+        attempt("fake quant", lambda: torch.fake_quantize_per_tensor_affine(torch.ones(2), 0.1, 0, 0, 255))
+        attempt("mkldnn", lambda: torch.mkldnn_rnn_layer(
+            torch.ones(5, 2, 3), torch.ones(16, 3), torch.ones(16, 4), torch.ones(16), torch.ones(16),
+            torch.ones(2, 4), torch.ones(2, 4), False, [], 2, 4, 1, True, False, False, False))
         """
     )
-    labels = ("pack fp16", "pack int8", "segment", "ctc", "pool", "bag", "unsafe", "embedding")
+    labels = ("pack fp16", "pack int8", "segment", "ctc", "pool", "bag", "unsafe", "embedding", "fake quant", "mkldnn")
     assert all(seen[label].startswith("ForbiddenAPIError") for label in labels), seen
     assert "the operator aten.unsafe_split (its views' writes pass autograd's version counter by)" in found
     assert found[:4] == [

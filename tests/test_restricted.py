@@ -529,6 +529,9 @@ class _Handing:
         ("import numpy\nm = numpy.zeros(2).data", "numpy.ndarray.data"),
         ("y, i = torch.max_pool1d_with_indices(x.unsqueeze(0), 1)", "torch.max_pool1d_with_indices"),
         ("y = torch.embedding(x, torch.zeros(1, dtype=torch.long), -1, True, False)", "torch.embedding"),
+        ("y = torch.fused_moving_avg_obs_fake_quant", "torch.fused_moving_avg_obs_fake_quant"),
+        ("y = torch.mkldnn_rnn_layer", "torch.mkldnn_rnn_layer"),
+        ("y = x.to_mkldnn()", "torch.Tensor.to_mkldnn"),
         ("y = torch.embedding_bag(x, torch.zeros(1, dtype=torch.long), torch.zeros(1, dtype=torch.long))", "torch.embedding_bag"),
         # a packed weight's bytes are a C++ pointer: written, then freed, it decrements any word in memory
         ("p = torch.fbgemm_pack_gemm_matrix_fp16(torch.ones(1, 1))", "torch.fbgemm_pack_gemm_matrix_fp16"),

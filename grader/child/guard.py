@@ -56,6 +56,11 @@ UNCHECKED_OPERATORS = {
     "_gather_sparse_backward": "its result holds the saved indices unchecked",
     "*nll_loss*": "its backward writes at the saved targets unchecked",
     "multi*margin_loss*": "its backward writes at the saved targets unchecked",
+    # Internal kernels exposed at the top of torch that trust sizes and axes they are given
+    # (mkldnn_rnn_layer's hidden_size, fused_moving_avg_obs_fake_quant's ch_axis).
+    "mkldnn_*": "it trusts sizes it does not check",
+    "*fake_quant*": "it trusts axes it does not check",
+    "quantized_*": "it trusts packed weights and sizes it does not check",
     # Views whose version counter is not their base's: writes through them pass autograd by.
     "unsafe_*": "its views' writes pass autograd's version counter by",
 }

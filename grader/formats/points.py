@@ -53,7 +53,12 @@ def case_output(case: CaseResult) -> str:
 
 
 def first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else ""
+    """A message in one line: its first, with the next when the first only introduces a list
+    ("1 use of forbidden APIs (...):" says nothing without the use it lists)."""
+    lines = text.strip().splitlines()
+    if not lines:
+        return ""
+    return f"{lines[0]} {lines[1].strip()}" if len(lines) > 1 and lines[0].endswith(":") else lines[0]
 
 
 @dataclass(frozen=True)
