@@ -130,7 +130,8 @@ def violations_at(source: str) -> list[tuple[int, str]]:
         ("import torch\ny = torch._refs.softmax(x, -1)", 2, "torch._refs is a private part of torch"),
         ("from torch._decomp import decomposition_table", 1, "import from torch._decomp is not allowed"),
         ("import torch\ny = torch.ops.aten.rms_norm.default(x, [4])", 2, "torch.ops is forbidden"),
-        ("import torch\ny = torch.quantized_lstm.default", 2, "torch.quantized_lstm is part of torch's TorchScript and dispatcher internals"),
+        ("import torch\ny = torch.quantized_lstm.default", 2, "torch.quantized_lstm is forbidden"),  # an operator packet, and a quantized kernel
+        ("import torch\ny = torch.Graph", 2, "torch.Graph is part of torch's TorchScript and dispatcher internals"),
         # files
         ("import torch\ns = torch.UntypedStorage.from_file('/proc/self/environ', False, 4096)", 2, "torch.UntypedStorage is forbidden"),
         # ways around the runtime guard, code from strings, Python's machinery
