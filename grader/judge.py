@@ -299,12 +299,17 @@ def _result_of(case: Case) -> CaseResult:
     return CaseResult(case.name, case.family, case.dtype, case.public, case.shape_text())
 
 
+def _add_the_rest(cases: Sequence[Case], results: list[CaseResult]) -> None:
+    """A result, not run, for each case that has none yet (results follow the cases' order)."""
+    results += map(_result_of, cases[len(results) :])
+
+
 def _wait_ready(child: Child, limits: Limits, starting: _Starting, cases: Sequence[Case], results: list[CaseResult]) -> None:
     """Returns once the child has loaded the submission and found the entry point; else adds every
     case to `results`, not run, and raises Rejection saying why."""
     problem = starting.problem or _startup_problem(child, limits, starting.deadline)
     if problem:
-        results[:] = map(_result_of, cases)
+        _add_the_rest(cases, results)
         for result in results:
             result.status, result.message = problem[0], "not run: " + problem[1].splitlines()[0]
         raise Rejection(*problem)
@@ -386,7 +391,7 @@ def _run_cases(child: Child, cases: Sequence[Case], expected_of: Callable[[int],
     try:
         return _run_in_turn(child, cases, expected_of, results, spec)
     finally:
-        results += map(_result_of, cases[len(results) :])
+        _add_the_rest(cases, results)
 
 
 def _run_in_turn(child: Child, cases: Sequence[Case], expected_of: Callable[[int], Expected], results: list[CaseResult], spec: Spec) -> Received:

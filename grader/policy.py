@@ -42,6 +42,13 @@ BASE_ATTRIBUTE_ADVICE = {
     "torch.Tensor.new": ("it can alias a numpy array", "use torch.tensor(...) or x.new_tensor(...)"),
     "*unsafe_*": ("an alias autograd does not track", "use split or chunk"),
 }
+
+
+def _base_advice(path: str) -> tuple[str, str]:
+    """Why the base policy forbids an attribute, and what to write instead."""
+    return next((told for pattern, told in BASE_ATTRIBUTE_ADVICE.items() if fnmatch.fnmatchcase(path, pattern)), (BASE_REASON, "use tensor operations only"))
+
+
 SEE_RULES = "use the public API of torch and numpy, or attributes your file defines (see the Rules in the statement)"
 MODULE = ("a module", "")  # the refusal of a module-valued attribute: follow() says which
 ENUM_FUNCTIONAL = {"names", "module", "qualname", "type", "start", "boundary"}  # Enum("E", names, ...)
@@ -108,12 +115,12 @@ class Rules:
         """Why a forbidden attribute is: the challenge's own rule, or what the base policy's walls keep out."""
         if any(fnmatch.fnmatchcase(path, pattern) for pattern in self.challenge_attributes):
             return "this challenge forbids it: see the rules in the statement"
-        return next((why for pattern, (why, _) in BASE_ATTRIBUTE_ADVICE.items() if fnmatch.fnmatchcase(path, pattern)), BASE_REASON)
+        return _base_advice(path)[0]
 
     @staticmethod
     def attribute_advice(path: str) -> str:
         """What to write instead of a forbidden attribute."""
-        return next((advice for pattern, (_, advice) in BASE_ATTRIBUTE_ADVICE.items() if fnmatch.fnmatchcase(path, pattern)), "use tensor operations only")
+        return _base_advice(path)[1]
 
     @cached_property
     def _operators(self) -> re.Pattern[str]:

@@ -64,6 +64,7 @@ UNCHECKED_OPERATORS = {
     # Views whose version counter is not their base's: writes through them pass autograd by.
     "unsafe_*": "its views' writes pass autograd's version counter by",
 }
+_UNCHECKED = re.compile("|".join(map(fnmatch.translate, UNCHECKED_OPERATORS)))  # one match per operator name
 KERNEL_KEYS = (
     "CompositeImplicitAutograd", "CompositeImplicitAutogradNestedTensor", "CompositeExplicitAutograd",
     "CompositeExplicitAutogradNonFunctional", "CPU", "SparseCPU", "SparseCsrCPU", "QuantizedCPU",
@@ -347,6 +348,8 @@ def _whatever_the_problem(op: str, name: str) -> str:
     """Why an operator the base rules refuse is refused, '' for one the problem forbids."""
     if op in STORAGE_OVERLOADS:
         return " onto a storage"
+    if not _UNCHECKED.match(name):
+        return ""
     for pattern, why in UNCHECKED_OPERATORS.items():
         if fnmatch.fnmatchcase(name, pattern):
             return f" ({why})"

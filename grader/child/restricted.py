@@ -213,7 +213,7 @@ def _plain_copies() -> tuple[frozenset[type], frozenset[type]]:
 
 
 PLAIN_COPIES, NUMPY_VALUES = _plain_copies()
-TENSOR = WRITABLE[0]  # torch.Tensor
+TENSOR, NDARRAY = WRITABLE[:2]  # torch.Tensor, numpy.ndarray
 _TENSOR_NUMPY = TENSOR.numpy
 # Containers whose items library code can take out unseen; each is read with its built-in type's own iterator.
 _VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
@@ -234,7 +234,7 @@ def _unshared(value: Any) -> Any:
     takes numpy's writes without torch's version counter seeing them, so an index tensor autograd
     saved could be rewritten between the forward and the backward, whose kernels trust it
     (max_pool1d_with_indices, embedding_bag, segment_reduce: writes anywhere in memory)."""
-    return value.copy() if _isinstance(value, WRITABLE[1]) else value  # (numpy.ndarray and its subclasses)
+    return value.copy() if _isinstance(value, NDARRAY) else value  # (and its subclasses)
 
 
 def _copying_numpy(tensor: Any, *, force: bool = False) -> Any:
@@ -257,10 +257,6 @@ def _unshare_numpy_conversions() -> None:
 
     __array__.copies = True  # type: ignore[attr-defined]
     TENSOR.__array__ = __array__
-
-
-# A bound method of a tensor handed out as another function (its name -> the function, called with the tensor).
-TENSOR_METHODS = {"numpy": _copying_numpy}
 
 
 def _is_dunder(name: str) -> bool:
@@ -328,6 +324,7 @@ class Capabilities:
         self._reachable_ids = _reachable(self.modules, config["forbidden_attributes"])
         self._substituted_kinds: set[int] = {kind for kind, _ in self._refused_ids.values()}  # ids of their classes, and below
         self._substituted_kinds |= {_id(kind) for kind in BOUND_METHODS}  # judged as the read of their name (_by_identity)
+        _unshare_numpy_conversions()  # (process-wide, once: numpy's own conversions are out of the checks' sight)
         for original, replacement in self._make_substitutes():
             self._substitute(original, replacement)
         self.guarded_type = self._guarded_type()
@@ -527,7 +524,6 @@ class Capabilities:
             the real `type`."""
             return caps.check_value(typing.get_origin(tp), "what typing.get_origin returned")
 
-        _unshare_numpy_conversions()
         torch = sys.modules["torch"]
 
         def from_numpy(array: Any) -> Any:
@@ -777,8 +773,8 @@ class Capabilities:
                     maybe = True
                 if maybe:
                     self.check_name(bound_to, name)
-                if name in TENSOR_METHODS and _isinstance(bound_to, TENSOR):
-                    return functools.partial(TENSOR_METHODS[name], bound_to)
+                if name == "numpy" and _isinstance(bound_to, TENSOR):  # tensor.numpy, made anew at each read: no id names it
+                    return functools.partial(_copying_numpy, bound_to)
         return self._substitutes.get(key, value)
 
     def _module_namespaces(self) -> dict[int, Any]:
