@@ -404,6 +404,27 @@ def test_a_change_that_lasts_shows_in_the_last_full_read():
     assert any("no longer alone on the torch function mode stack" in f for f in json.loads(seen["after a case"]))
 
 
+def test_a_replaced_kernel_shows_in_a_periodic_read_before_the_last():
+    # the periodic full reads check the refusing kernels a slice at a time, in turn: every kernel,
+    # whichever slice it is in, is checked within FULL_CHECK_EVERY * KERNEL_SLICES reads
+    for which in (0, -1):
+        found, seen = armed(
+            f"""
+            import warnings
+            from child.guard import FULL_CHECK_EVERY, KERNEL_SLICES
+            qualified, op, name, key = guard.kernels_to_override()[{which}]
+            replacement = torch.library.Library("aten", "IMPL")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                replacement.impl(op, lambda *args, **kwargs: None, key)
+            reads = [guard.findings(False) for _ in range(FULL_CHECK_EVERY * KERNEL_SLICES + 1)]
+            seen["first"] = str(next(i for i, read in enumerate(reads) if any("the kernels of " + qualified in f for f in read)))
+            """
+        )
+        assert 0 < int(seen["first"]) <= 8 * 8, seen
+        assert any(f"the kernels of {found[0].split('the kernels of ')[1].split(' ')[0]}" in f for f in found), found
+
+
 def test_a_finding_is_reported_again_in_every_later_read():
     # each read is a case: a route used in every case is reported in every case
     found, seen = armed(

@@ -77,10 +77,13 @@ RECORD_LIMIT = 10000  # findings kept; anything in the record already decides th
 # Characters of one text field of a finding's frame: escaped as \uXXXX (6 bytes each) it stays
 # under the grader's limit on a frame's header (wire.MAX_HEADER_BYTES, 1 MiB); the grader shows fewer.
 TEXT_LIMIT = 100_000
-# Reads of the record after which the whole guard is checked (modules, functions, kernels:
-# about 3 ms); every read checks the mode stacks and the profile function, and the runner's last
-# read, after the last case, is always full. A change that is still there at the last read shows.
+# Reads of the record after which the whole guard is checked (modules, functions and one of
+# KERNEL_SLICES parts of the refusing kernels, in turn: reading every kernel's dispatch table takes
+# about 5 ms, most of a full check); every read checks the mode stacks and the profile function, and
+# the runner's last read, after the last case, is always full, every kernel included. A change that
+# is still there at the last read shows.
 FULL_CHECK_EVERY = 8
+KERNEL_SLICES = 8
 # Refused once armed: gc introspection would find the hook's record, trace and profile functions
 # run code where the modes do not watch.
 REFUSED_EVENTS = {
@@ -325,8 +328,9 @@ class Guard:
 
     def findings(self, full: bool = True, _audit: Any = _audit, _list: Any = list) -> list[str]:
         """Everything found so far, in order, with any tampering found by checking the guard now.
-        full=False (after a case) checks the whole guard only on every FULL_CHECK_EVERY-th read, the
-        stacks and the profile function on every read; the last read, after the last case, is full."""
+        full=False (after a case) checks the whole guard only on every FULL_CHECK_EVERY-th read (and
+        a slice of the kernels, in turn), the stacks and the profile function on every read; the last
+        read, after the last case, is full."""
         if not self.armed:
             return _list(self.found)
         found: list[str] = []
@@ -356,9 +360,12 @@ def _whatever_the_problem(op: str, name: str) -> str:
     return ""
 
 
-def _kernel_lines(
-    qualified: str, dump: Any = torch._C._dispatch_dump, keys: tuple = (*(f"{k}:" for k in KERNEL_KEYS), *(f"{k} (inactive):" for k in KERNEL_KEYS))
-) -> tuple:
+# How the dispatch table's dump starts a line of each key: an alias key (the Composite ones) is
+# written "Key[alias]:", and a kernel another has overridden "Key (inactive):".
+_KERNEL_LINE_STARTS = tuple(f"{key}{alias}{inactive}:" for key in KERNEL_KEYS for alias in ("", "[alias]") for inactive in ("", " (inactive)"))
+
+
+def _kernel_lines(qualified: str, dump: Any = torch._C._dispatch_dump, keys: tuple = _KERNEL_LINE_STARTS) -> tuple:
     """The lines of an operator's dispatch table at the keys where the guard puts its refusing
     kernels: what replacing one of them changes. torch registers kernels at other keys lazily
     (functorch's batching rules for nll_loss_backward at the first torch.vmap), which is no tampering."""
@@ -457,6 +464,8 @@ def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
     get_contents, contents = operator.attrgetter("cell_contents"), tuple(cell.cell_contents for cell in cells)
     kernel_names = tuple(dict(guard.kernels))
     kernel_tables = tuple(map(_kernel_lines, kernel_names))
+    # (names, tables) of every kernel (a last read), then of each slice, checked in turn on the periodic full checks
+    kernel_parts = ((kernel_names, kernel_tables), *((kernel_names[i::KERNEL_SLICES], kernel_tables[i::KERNEL_SLICES]) for i in range(KERNEL_SLICES)))
     ne = operator.ne
     function_watch = guard.function_watch
     function_stack_len, function_stack_at = torch._C._len_torch_function_stack, torch._C._get_function_stack_at
@@ -467,10 +476,12 @@ def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
     current_profile, profile_parts = sys.getprofile, _parts(profile)
     count, ident, string, exception, basename, finalizing = len, id, str, Exception, os.path.basename, sys.is_finalizing
     record_event, read_event, tampered, refused_events, limit = RECORD_EVENT, READ_EVENT, TAMPERED, dict(REFUSED_EVENTS), RECORD_LIMIT
-    every = FULL_CHECK_EVERY
+    every, slices = FULL_CHECK_EVERY, KERNEL_SLICES
     changes = ("object.__setattr__", "object.__delattr__")  # (setting a function's __defaults__ to None deletes them)
 
-    def tampering(full: bool) -> str | None:
+    def tampering(full: bool, kernels: int = 0) -> str | None:
+        """What was changed in the guard, or None. full: the whole picture, with the kernels of
+        kernel_parts[kernels] (0: every kernel)."""
         if not (function_stack_len() == 1 and function_stack_at(0) is function_watch):
             return "its function mode is no longer alone on the torch function mode stack"
         if dispatch_stack_len() != 0:
@@ -505,8 +516,9 @@ def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
                 if parts_of(function) != parts:
                     return f"the function {label} was changed"
             return "one of its functions was changed"
-        if any_(map_(ne, map_(kernel_table, kernel_names), kernel_tables)):
-            for qualified, table in zip_(kernel_names, kernel_tables):
+        names, tables = kernel_parts[kernels]
+        if any_(map_(ne, map_(kernel_table, names), tables)):
+            for qualified, table in zip_(names, tables):
                 if kernel_table(qualified) != table:
                     return f"the kernels of {qualified} were changed"
         return None
@@ -527,7 +539,9 @@ def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
             add(string(args[0]))
         elif event == read_event:
             try:
-                problem = tampering(count(args) < 2 or args[1] is not False or reads[0] % every == 0)
+                last = count(args) < 2 or args[1] is not False  # a full read: at import, after the last case
+                periodic = reads[0] % every == 0
+                problem = tampering(last or periodic, 0 if last else 1 + reads[0] // every % slices)
             except exception as failure:  # noqa: BLE001 - a check that cannot run is tampering too
                 problem = f"its check failed: {failure!r}"
             if problem:
