@@ -76,7 +76,11 @@ _CURRENT: list["Capabilities"] = []  # the capabilities of the submission this p
 _module_of = type.__dict__["__module__"].__get__
 _flags_of = type.__dict__["__flags__"].__get__
 _hasattr = hasattr
-_getattr, _setattr, _delattr, _isinstance, _type, _id = getattr, setattr, delattr, isinstance, type, id
+_getattr, _setattr, _delattr, _isinstance, _type = getattr, setattr, delattr, isinstance, type
+# An object's identity as a key: object.__hash__ is its address, rotated (one key per live object),
+# read without the audit event id() raises and, a slot wrapper, without the two events a call of a
+# built-in costs under the runtime guard's profile function.
+_id = object.__hash__
 _str, _tuple, _dict = str, tuple, dict
 
 
