@@ -81,9 +81,10 @@ TEXT_LIMIT = 100_000
 # KERNEL_SLICES parts of the refusing kernels, in turn: reading every kernel's dispatch table takes
 # about 5 ms, most of a full check); every read checks the mode stacks and the profile function, and
 # the runner's last read, after the last case, is always full, every kernel included. A change that
-# is still there at the last read shows.
+# is still there at the last read shows; one that lasts FULL_CHECK_EVERY * KERNEL_SLICES reads (32:
+# fewer than a problem's cases) shows at the periodic read of its slice.
 FULL_CHECK_EVERY = 8
-KERNEL_SLICES = 8
+KERNEL_SLICES = 4
 # Refused once armed: gc introspection would find the hook's record, trace and profile functions
 # run code where the modes do not watch.
 REFUSED_EVENTS = {
@@ -541,7 +542,7 @@ def _audit_hook(guard: Guard, modules: list[ModuleType], profile: Any) -> Any:
             try:
                 last = count(args) < 2 or args[1] is not False  # a full read: at import, after the last case
                 periodic = reads[0] % every == 0
-                problem = tampering(last or periodic, 0 if last else 1 + reads[0] // every % slices)
+                problem = tampering(last or periodic, 0 if last else 1 + (reads[0] // every - 1) % slices)  # reads 8, 16, ...: slices 0, 1, ...
             except exception as failure:  # noqa: BLE001 - a check that cannot run is tampering too
                 problem = f"its check failed: {failure!r}"
             if problem:
