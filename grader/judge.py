@@ -384,8 +384,9 @@ def _cases(spec: Spec, hidden_seed: str, public_only: bool, prepared: Prepared |
 def _run_cases(child: Child, cases: Sequence[Case], expected_of: Callable[[int], Expected], results: list[CaseResult], spec: Spec) -> Received:
     """Runs the cases in order, then the runtime guard's last check, once the child is ready; returns
     what the child returned for each failing case (for the diagnosis). Each case's result is added to
-    `results` when its turn comes, those not run at the end. A case's request goes out as soon as
-    the previous case is answered, before that answer is judged, so that the child computes while
+    `results` when its turn comes, those not run at the end. A case's request goes out while the
+    case before is computed, where it fits in the request pipe at once (Child.send_ahead), else as
+    soon as the case before is answered, before that answer is judged: the child computes while
     the grader judges (and draws the next case, with CasesInTurn); expected_of(i) gives case i's
     expected outputs, computed while the child computes case i."""
     try:
@@ -404,11 +405,16 @@ def _run_in_turn(child: Child, cases: Sequence[Case], expected_of: Callable[[int
         try:
             if failed is not None:
                 raise failed
-            expected = expected_of(index)
             upcoming = cases[index + 1] if index + 1 < len(cases) else None  # (drawn now, with CasesInTurn)
+            # The next request goes out now, while the child computes this case, where it fits in the
+            # pipe; never the first hidden case while a public one runs (what it prints is the candidate's).
+            ahead = upcoming is not None and (upcoming.public or not case.public) and _send_ahead(child, upcoming, spec)
+            expected = expected_of(index)
             reply, tensors = child.answer(protocol.expect_result(case, spec), deadline)
             result.seconds = child.answered_at - started
-            if upcoming is not None:
+            if ahead:  # its time starts when the child could begin it: once this answer was written
+                sent = child.answered_at, child.answered_at + spec.limits.case_seconds, None
+            elif upcoming is not None:
                 sent = _send_case(child, upcoming, spec)
             judge_reply(case, expected, reply, tensors, spec, result)
             if not result.passed:
@@ -435,6 +441,18 @@ def _send_case(child: Child, case: Case, spec: Spec) -> tuple[float, float, Chil
         return started, child.submit(*case.request(), protocol.expect_result(case, spec), spec.limits.case_seconds), None
     except (ChildTimeout, ChildGone) as error:
         return started, 0.0, error
+
+
+def _send_ahead(child: Child, case: Case, spec: Spec) -> bool:
+    """Send the case's request while the child computes the case before (Child.send_ahead): True
+    if it went out. A failure to send it is told when its turn comes, as _send_case's."""
+    if not case.public:  # (as _send_case; the first hidden case is never sent ahead)
+        child.stdout.hold_back()
+        child.stderr.hold_back()
+    try:
+        return child.send_ahead(*case.request(), protocol.expect_result(case, spec))
+    except ChildGone:
+        return False
 
 
 def _finish(child: Child, limits: Limits, last: CaseResult) -> None:

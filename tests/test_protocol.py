@@ -392,6 +392,40 @@ def test_the_reader_turns_any_failure_into_a_protocol_error(thread_errors):
     assert thread_errors == []
 
 
+def test_a_request_sent_ahead_is_answered_against_its_own_expectation():
+    # the next case's request goes out while the child computes the one before; each answer is
+    # checked (and its tensors read) against its own request's shapes, in the order they were sent
+    cases = make_cases(SPEC, SPEC.default_hidden_seed, public_only=True)
+    first, second = sorted(cases[:2], key=lambda case: protocol.expect_result(case, SPEC).max_tensor_bytes)
+    # (the second answer carries more than the first's bound: read against the first's, it is refused)
+    assert protocol.expect_result(first, SPEC).max_tensor_bytes < protocol.expect_result(second, SPEC).max_tensor_bytes
+    with PipeChild() as child:
+        deadline = child.submit(*first.request(), protocol.expect_result(first, SPEC), seconds=10)
+        assert child.send_ahead(*second.request(), protocol.expect_result(second, SPEC))
+        requests = os.fdopen(os.dup(child.request_read), "rb")
+        assert wire.read_frame(requests)[0]["name"] == first.name and wire.read_frame(requests)[0]["name"] == second.name
+        for case in (first, second):
+            os.write(child.result_write, wire.encode(*honest_result(case)))
+        waited = time.monotonic()
+        while child._frames.qsize() < 2 and time.monotonic() - waited < 10:  # both read before either is asked for
+            time.sleep(0.01)
+        for case in (first, second):
+            reply, tensors = child.answer(protocol.expect_result(case, SPEC), deadline)
+            assert reply["name"] == case.name and tuple(tensors["output"].shape) == tuple(case.output_shapes[0])
+        assert child.kills == 0
+
+
+def test_a_request_is_sent_ahead_only_when_it_fits_in_the_pipe_at_once():
+    # never a wait on a child busy with the case before (no limit may run out there): a request too
+    # big for the room left is refused, and sent later with submit()
+    big = {"t": torch.zeros(1 << 20)}  # 4 MiB: more than the pipe holds
+    with PipeChild() as child:
+        started = time.monotonic()
+        assert not child.send_ahead({"kind": "case"}, big, EXPECT)
+        assert child.send_ahead(*CASE.request(), EXPECT)
+        assert time.monotonic() - started < 1 and child.kills == 0
+
+
 def test_a_flooding_child_is_read_no_further_than_the_queue_allows():
     header, tensors = honest_result()
     frame = wire.encode(header, tensors)
@@ -502,6 +536,23 @@ def test_a_child_that_stops_reading_is_ended_at_the_case_limit(tmp_path):
     first = report["cases"][0]
     assert first["output"] == "did not read the case's input within 5 s (the limit for one case): the process stopped reading the grader's requests"
     assert time.monotonic() - started < 120
+
+
+@needs_bubblewrap
+def test_a_case_sent_ahead_has_its_whole_time_from_the_answer_before(tmp_path):
+    # the second case's request goes out while the first is computed; its limit (3 s) counts from
+    # the first's answer, not from when it was sent: two cases of 1.8 s each both pass
+    parameters = ", ".join(load_spec().parameter_names)
+    slow = tmp_path / "slow_start.py"
+    slow.write_text(
+        (SUBMISSIONS / "accepted" / "plain_helpers.py").read_text().replace("def mlm_forward_tied(", "def _forward(", 1)
+        + f"\n\nimport time\n_calls = [0]\n\n\ndef mlm_forward_tied({parameters}):\n"
+        + "    _calls[0] += 1\n    if _calls[0] <= 4:  # the first two cases: each call 0.9 s\n        time.sleep(0.9)\n"
+        + f"    return _forward({parameters})\n"
+    )
+    report, status = grade_json(str(slow), "--unrestricted", "--public", "--spec", spec_file(tmp_path, case_seconds=3))
+    assert report["verdict"] == "accepted" and status == 0, report["message"]
+    assert 1.7 < report["cases"][1]["seconds"] < 3
 
 
 def peak_rss_mib(*args: str) -> tuple[float, dict]:
