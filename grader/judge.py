@@ -413,7 +413,7 @@ def _run_in_turn(child: Child, cases: Sequence[Case], expected_of: Callable[[int
             reply, tensors = child.answer(protocol.expect_result(case, spec), deadline)
             result.seconds = child.answered_at - started
             if ahead:  # its time starts when the child could begin it: once this answer was written
-                sent = child.answered_at, child.answered_at + spec.limits.case_seconds, None
+                sent = _rest_sent(child, child.answered_at, child.answered_at + spec.limits.case_seconds)
             elif upcoming is not None:
                 sent = _send_case(child, upcoming, spec)
             judge_reply(case, expected, reply, tensors, spec, result)
@@ -453,6 +453,16 @@ def _send_ahead(child: Child, case: Case, spec: Spec) -> bool:
         return child.send_ahead(*case.request(), protocol.expect_result(case, spec))
     except ChildGone:
         return False
+
+
+def _rest_sent(child: Child, started: float, deadline: float) -> tuple[float, float, ChildTimeout | ChildGone | None]:
+    """A request sent ahead, once its turn has come: what the pipe did not take of it is written
+    now, within its own limit (as _send_case returns it)."""
+    try:
+        child.send_rest(deadline)
+    except (ChildTimeout, ChildGone) as error:
+        return started, deadline, error
+    return started, deadline, None
 
 
 def _finish(child: Child, limits: Limits, last: CaseResult) -> None:

@@ -14,6 +14,7 @@ import re
 import struct
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -424,6 +425,30 @@ def test_a_request_is_sent_ahead_only_when_it_fits_in_the_pipe_at_once():
         assert not child.send_ahead({"kind": "case"}, big, EXPECT)
         assert child.send_ahead(*CASE.request(), EXPECT)
         assert time.monotonic() - started < 1 and child.kills == 0
+
+
+def test_what_the_pipe_did_not_take_of_a_request_sent_ahead_waits_for_its_own_turn():
+    # a child can shrink or fill its request pipe: send_ahead never waits, and the rest of the
+    # frame is written when the request's turn comes, within that turn's limit
+    import fcntl
+
+    frame = ({"kind": "case"}, {"t": torch.arange(2048, dtype=torch.float32)})  # 8 KiB
+    for reading in (False, True):
+        with PipeChild(spec_with(total_seconds=20)) as child:  # (a send that waited would wait for this)
+            assert child.send_ahead({"kind": "case"}, {}, EXPECT)  # (the pipe's size is looked up, and widened)
+            wire.read_frame(os.fdopen(os.dup(child.request_read), "rb"))
+            fcntl.fcntl(child.request_read, fcntl.F_SETPIPE_SZ, 4096)  # what the child does to its end
+            started = time.monotonic()
+            assert child.send_ahead(*frame, EXPECT) and time.monotonic() - started < 1  # a part went in, at once
+            if not reading:
+                with pytest.raises(ChildTimeout) as timeout:
+                    child.send_rest(time.monotonic() + 0.5)
+                assert timeout.value.limit == "write" and child.kills == 1
+                continue
+            with ThreadPoolExecutor(max_workers=1) as reader:
+                got = reader.submit(wire.read_frame, os.fdopen(os.dup(child.request_read), "rb"))
+                child.send_rest(time.monotonic() + 10)
+                assert torch.equal(got.result(timeout=10)[1]["t"], frame[1]["t"])
 
 
 def test_a_flooding_child_is_read_no_further_than_the_queue_allows():

@@ -123,6 +123,7 @@ class Child:
         # go out while the case before is computed): the reader checks each frame against the oldest.
         self._expects: deque[protocol.Expectation] = deque()
         self._pipe_bytes: int | None = None  # the request pipe's size once looked up (0: not a pipe, never sent ahead)
+        self._unsent = memoryview(b"")  # what the pipe did not take of a request sent ahead (send_rest)
         self._closed = threading.Event()
         self._watchdog_error: BaseException | None = None
         self._threads: list[threading.Thread] = []
@@ -289,14 +290,18 @@ class Child:
 
     def send_ahead(self, message: dict[str, Any], tensors: dict[str, torch.Tensor] | None, expect: protocol.Expectation) -> bool:
         """Send a request while the child still computes the one before, so that it finds it waiting
-        when it is done; only when the whole frame fits in the request pipe now (the grader never
-        waits on a child busy with the request before, so no limit runs out here). False when it was
-        not sent: then send it with submit() once the answer before has come."""
+        when it is done, where the whole frame fits in the request pipe now; never waits (the child
+        is busy with the request before, whose limit is the one running). What the pipe did not take
+        (the child can shrink or fill its pipe) waits for send_rest(), when the request's turn comes.
+        False when nothing was sent: then send it with submit() once the answer before has come."""
         self._check_watchdog()
         data = wire.encode(message, tensors)
         if self._pipe_bytes is None:
             self._pipe_bytes = _widened_pipe(getattr(self, "request_fd", None))
-        if not self._pipe_bytes or len(data) > self._pipe_bytes // 4 or _queued_bytes(self.request_fd) + len(data) > self._pipe_bytes // 2:
+        try:
+            if not self._pipe_bytes or len(data) > self._pipe_bytes // 4 or _queued_bytes(self.request_fd) + len(data) > self._pipe_bytes // 2:
+                return False
+        except OSError:
             return False
         self._expects.append(expect)
         try:
@@ -305,9 +310,15 @@ class Child:
             written = 0
         except OSError:  # the read end is closed: the child is gone
             raise ChildGone() from None
-        if written < len(data):  # (a pipe with this much room takes the whole frame: never seen) the rest before the total limit
-            self._send_bytes(memoryview(data)[written:], None)
+        self._unsent = memoryview(data)[written:]
         return True
+
+    def send_rest(self, deadline: float) -> None:
+        """Write what the pipe did not take of the request sent ahead, before the deadline of that
+        request's turn, as send() does (ChildTimeout "write" when the child does not read it)."""
+        rest, self._unsent = self._unsent, memoryview(b"")
+        if rest:
+            self._send_bytes(rest, deadline)
 
     def answer(self, expect: protocol.Expectation, deadline: float) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
         """The next frame, checked against `expect`, before the deadline: the answer to a request
