@@ -30,6 +30,7 @@ by cumulative and by own time. Usage:
 """
 
 import argparse
+import collections
 import contextlib
 import cProfile
 import hashlib
@@ -284,30 +285,44 @@ class Phases:
         setattr(owner, attribute, timed)
 
     def wrap_request(self) -> None:
-        """Time each request from its sending (Child.submit) to its answer's arrival (Child.answer),
-        a case's apart from the rest (start, finish)."""
+        """Time each request from when the child could begin it (its sending, or the answer before
+        when it was sent ahead, Child.send_ahead) to its answer's arrival (Child.answer), a case's
+        apart from the rest (start, finish)."""
         from grader.sandbox.child import Child
 
-        submit, answer, cases, seconds = Child.submit, Child.answer, self.cases, self.seconds
+        submit, send_ahead, answer, cases, seconds = Child.submit, Child.send_ahead, Child.answer, self.cases, self.seconds
+
+        def sent(child: Child, message: dict) -> None:
+            if not hasattr(child, "bench_sent"):
+                child.bench_sent, child.bench_answered = collections.deque(), 0.0  # type: ignore[attr-defined]
+            child.bench_sent.append((message, time.perf_counter()))  # type: ignore[attr-defined]
 
         def timed_submit(child: Child, message: dict, *args: Any, **kwargs: Any) -> Any:
-            child.bench_sent = (message, time.perf_counter())  # type: ignore[attr-defined]
+            sent(child, message)
             return submit(child, message, *args, **kwargs)
+
+        def timed_send_ahead(child: Child, message: dict, *args: Any, **kwargs: Any) -> Any:
+            sent(child, message)
+            went = send_ahead(child, message, *args, **kwargs)
+            if not went:
+                child.bench_sent.pop()  # type: ignore[attr-defined]
+            return went
 
         def timed_answer(child: Child, *args: Any, **kwargs: Any) -> Any:
             reply, received = answer(child, *args, **kwargs)
-            message, started = getattr(child, "bench_sent", ({"kind": "none"}, 0.0))
-            if started:
-                took = time.perf_counter() - started
-                child.bench_sent = ({"kind": "none"}, 0.0)  # type: ignore[attr-defined]
+            now = time.perf_counter()
+            if getattr(child, "bench_sent", None):
+                message, started = child.bench_sent.popleft()  # type: ignore[attr-defined]
+                took = now - max(started, child.bench_answered)  # type: ignore[attr-defined]
                 if message["kind"] == "case":
                     cases.append((message["name"], took, reply.get("seconds", 0.0), reply, received))
                 else:
                     seconds[f"request {message['kind']}"] += took
+            child.bench_answered = now  # type: ignore[attr-defined]
             return reply, received
 
-        self._undo += [(Child, "submit", submit), (Child, "answer", answer)]
-        Child.submit, Child.answer = timed_submit, timed_answer  # type: ignore[method-assign]
+        self._undo += [(Child, "submit", submit), (Child, "send_ahead", send_ahead), (Child, "answer", answer)]
+        Child.submit, Child.send_ahead, Child.answer = timed_submit, timed_send_ahead, timed_answer  # type: ignore[method-assign]
 
     def undo(self) -> None:
         for owner, attribute, original in reversed(self._undo):
