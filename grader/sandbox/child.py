@@ -308,7 +308,8 @@ class Child:
             written = self._write_some(memoryview(data))
         except BlockingIOError:
             written = 0
-        except OSError:  # the read end is closed: the child is gone
+        except OSError:  # the read end is closed: the child is gone (and will answer nothing)
+            self._expects.pop()
             raise ChildGone() from None
         self._unsent = memoryview(data)[written:]
         return True
