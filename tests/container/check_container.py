@@ -263,7 +263,14 @@ def main(argv: list[str] | None = None) -> int:
     wanted = [("grader", IMAGE)] + ([("runner", RUNNER_IMAGE)] if "docker" in checks else [])
     for target, tag in wanted:
         if not args.skip_build:
-            image.build(target, tag, offline=True)
+            try:
+                image.build(target, tag, offline=True)
+            except image.BuildError as error:  # a tool missing: one line saying which (.ci/run installs them)
+                raise SystemExit(f"container test: the {target} image cannot be built: {error}") from None
+            except subprocess.CalledProcessError as error:  # the tool said why, above
+                command = " ".join(map(str, error.cmd))
+                why = f"`{command}` exited with status {error.returncode} (its message is above)"
+                raise SystemExit(f"container test: building the {target} image failed: {why}") from None
         elif not image.image_exists("podman", tag):
             raise SystemExit(f"--skip-build: no image {tag}; run without --skip-build once")
     print(f"images ready after {time.monotonic() - started:.0f}s", flush=True)
