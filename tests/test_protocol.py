@@ -25,7 +25,7 @@ from grader.cases import make_cases
 from grader.child import wire
 from grader.protocol import ProtocolError
 from grader.sandbox.bubblewrap import bubblewrap_works
-from grader.sandbox.child import QUEUED_FRAMES, Child, ChildTimeout
+from grader.sandbox.child import QUEUED_FRAMES, Child, ChildGone, ChildTimeout
 from grader.spec import load_spec
 from tests.grading import ROOT, SUBMISSIONS, grade_json
 
@@ -449,6 +449,23 @@ def test_what_the_pipe_did_not_take_of_a_request_sent_ahead_waits_for_its_own_tu
                 got = reader.submit(wire.read_frame, os.fdopen(os.dup(child.request_read), "rb"))
                 child.send_rest(time.monotonic() + 10)
                 assert torch.equal(got.result(timeout=10)[1]["t"], frame[1]["t"])
+
+
+def test_a_request_sent_ahead_to_a_child_gone_is_childgone_even_when_the_reader_took_its_expectation():
+    # the child closed its request pipe and sent a frame unasked, read between the expectation's
+    # queueing and the failed write: still ChildGone, never an error of the grader's
+    with PipeChild() as child:
+        os.close(child.request_read)
+        write = child._write_some
+
+        def reader_first(data):
+            child._expects.popleft()  # (the reader thread, for the unasked frame)
+            return write(data)
+
+        child._write_some = reader_first
+        with pytest.raises(ChildGone):
+            child.send_ahead(*CASE.request(), EXPECT)
+        assert not child._expects
 
 
 def test_a_flooding_child_is_read_no_further_than_the_queue_allows():

@@ -309,7 +309,10 @@ class Child:
         except BlockingIOError:
             written = 0
         except OSError:  # the read end is closed: the child is gone (and will answer nothing)
-            self._expects.pop()
+            try:
+                self._expects.remove(expect)
+            except ValueError:  # the reader took it already, for a frame the child sent unasked
+                pass
             raise ChildGone() from None
         self._unsent = memoryview(data)[written:]
         return True
