@@ -54,12 +54,13 @@ def compare_values(expected: Tensor, got: Tensor, tolerance: float, show_values:
     allowed = tolerance * scale
     # The common case in a few operations: every difference within the tolerance (a NaN or an
     # infinity makes the greatest difference NaN or inf, which fails the test and takes the long way).
-    max_abs = (got - expected).abs().max().item()
+    difference = (got - expected).abs()
+    max_abs = difference.max().item()
     if max_abs <= allowed:
         max_rel = max_abs / scale if scale > 0 else 0.0
         return Closeness(True, max_abs, max_rel, "", max_abs / allowed if allowed > 0 else 0.0)
     finite = torch.isfinite(got)
-    diff = torch.where(finite, (got - expected).abs(), torch.full_like(got, math.inf))
+    diff = torch.where(finite, difference, torch.full_like(got, math.inf))
     mismatched = diff > allowed
     count = int(mismatched.sum())
     worst = int(diff.argmax())

@@ -434,21 +434,25 @@ def _send_case(child: Child, case: Case, spec: Spec) -> tuple[float, float, Chil
     """Send the case's request: when it was sent, the deadline of its answer, and what went wrong
     sending it (raised when the case's turn comes, so that it is told on this case)."""
     started = time.monotonic()
-    if not case.public:  # (the public cases come first) what the child prints from now on may spell out hidden data
-        child.stdout.hold_back()
-        child.stderr.hold_back()
+    _hold_back_if_hidden(child, case)
     try:
         return started, child.submit(*case.request(), protocol.expect_result(case, spec), spec.limits.case_seconds), None
     except (ChildTimeout, ChildGone) as error:
         return started, 0.0, error
 
 
+def _hold_back_if_hidden(child: Child, case: Case) -> None:
+    """Before a hidden case's request goes out (the public cases come first): what the child prints
+    from now on may spell out hidden data."""
+    if not case.public:
+        child.stdout.hold_back()
+        child.stderr.hold_back()
+
+
 def _send_ahead(child: Child, case: Case, spec: Spec) -> bool:
     """Send the case's request while the child computes the case before (Child.send_ahead): True
     if it went out. A failure to send it is told when its turn comes, as _send_case's."""
-    if not case.public:  # (as _send_case; the first hidden case is never sent ahead)
-        child.stdout.hold_back()
-        child.stderr.hold_back()
+    _hold_back_if_hidden(child, case)  # (the first hidden case is never sent ahead)
     try:
         return child.send_ahead(*case.request(), protocol.expect_result(case, spec))
     except ChildGone:

@@ -111,16 +111,13 @@ class Rules:
             tuple(policy.get("challenge_attributes", ())),
         )
 
-    def attribute_reason(self, path: str) -> str:
-        """Why a forbidden attribute is: the challenge's own rule, or what the base policy's walls keep out."""
+    def attribute_rule(self, path: str) -> tuple[str, str]:
+        """Why a forbidden attribute is (the challenge's own rule, or what the base policy's walls
+        keep out), and what to write instead."""
+        reason, advice = _base_advice(path)
         if any(fnmatch.fnmatchcase(path, pattern) for pattern in self.challenge_attributes):
-            return "this challenge forbids it: see the rules in the statement"
-        return _base_advice(path)[0]
-
-    @staticmethod
-    def attribute_advice(path: str) -> str:
-        """What to write instead of a forbidden attribute."""
-        return _base_advice(path)[1]
+            return "this challenge forbids it: see the rules in the statement", advice
+        return reason, advice
 
     @cached_property
     def _operators(self) -> re.Pattern[str]:
@@ -196,7 +193,8 @@ class _Builder:
         if self.rules.builtin_function(name):
             return f".{name} is forbidden (built-in {name})", advice_for(name)
         if self.rules.forbidden_path(full):
-            return f"{name} is forbidden ({full}: {self.rules.attribute_reason(full)})", self.rules.attribute_advice(full)
+            reason, advice = self.rules.attribute_rule(full)
+            return f"{name} is forbidden ({full}: {reason})", advice
         if isinstance(value, types.ModuleType):
             return None if full in self.module_paths and value.__name__ == full else MODULE
         if _is_internal(value):
@@ -564,7 +562,8 @@ class Checker:
         if self.rules.forbidden_path(path):
             if root == "operator":
                 return f"{path} is forbidden (it reaches attributes by a computed name)", "write the attribute or method directly"
-            return f"{path} is forbidden ({self.rules.attribute_reason(path)})", self.rules.attribute_advice(path)
+            reason, advice = self.rules.attribute_rule(path)
+            return f"{path} is forbidden ({reason})", advice
         value = vars(owner).get(name) if isinstance(owner, types.ModuleType) else inspect.getattr_static(owner, name, None)
         if inspect.ismodule(value):
             return f"{path} is a module outside the allowed list", "use the public API of torch, numpy and math"

@@ -311,7 +311,7 @@ class Capabilities:
         last_parts = re.compile("|".join(fnmatch.translate(p.rpartition(".")[2]) for p in config["forbidden_attributes"]) or "(?!)")
         self._last_part_forbidden = lambda name: last_parts.match(name) is not None
         self._unjudged_name_refused = lambda name: name in functions or name in CLASS_LISTS or last_parts.match(name) is not None
-        self._attributes = [(p, p.rpartition(".")[2]) for p in config["forbidden_attributes"]]
+        self._attributes = tuple(config["forbidden_attributes"])
         self._challenge_attributes = tuple(config.get("challenge_attributes", ()))  # the package's own (grader/spec.py merge_policy)
         self._type_paths = self._public_type_paths()
         self._name_verdicts: dict[str, bool] = {}  # name -> whether some rule may refuse it
@@ -690,7 +690,7 @@ class Capabilities:
             if self._forbidden_function(name):  # worded as the runtime guard words the same use
                 tensor = path.startswith("torch.Tensor.") and not _isinstance(obj, type)
                 self.refuse(f"the Tensor method .{name}" if tensor else f"the function {path}")
-            if any(fnmatch.fnmatchcase(path, pattern) for pattern, _ in self._attributes):
+            if any(fnmatch.fnmatchcase(path, pattern) for pattern in self._attributes):
                 own = any(fnmatch.fnmatchcase(path, pattern) for pattern in self._challenge_attributes)
                 why = OWN_RULE if own else BASE_RULE
                 self.refuse(f"{path} ({why})")

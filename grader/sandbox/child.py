@@ -5,14 +5,12 @@ total wall-clock limit or when its processes together have used the CPU limit; a
 
 from __future__ import annotations
 
-import array
 import fcntl
 import os
 import queue
 import select
 import signal
 import stat
-import termios
 import threading
 import time
 from collections import deque
@@ -23,7 +21,7 @@ from grader import protocol
 from grader.child import wire
 from grader.sandbox.boxes import BoxUid
 from grader.sandbox.limits import Cgroup, process_tree_cpu_seconds
-from grader.sandbox.output import CappedBuffer
+from grader.sandbox.output import CappedBuffer, unread_bytes
 from grader.spec import CHILD_POLICY, Spec
 
 if TYPE_CHECKING:  # the grader starts a child before it imports torch (see grader/child/wire.py)
@@ -51,13 +49,6 @@ def _widened_pipe(fd: int | None) -> int:
             return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
     except OSError:
         return 0
-
-
-def _queued_bytes(fd: int) -> int:
-    """How many bytes the pipe holds that its reader has not read."""
-    pending = array.array("i", [0])
-    fcntl.ioctl(fd, termios.FIONREAD, pending)
-    return pending[0]
 
 
 def returncode_of(status: int) -> int:
@@ -299,7 +290,7 @@ class Child:
         if self._pipe_bytes is None:
             self._pipe_bytes = _widened_pipe(getattr(self, "request_fd", None))
         try:
-            if not self._pipe_bytes or len(data) > self._pipe_bytes // 4 or _queued_bytes(self.request_fd) + len(data) > self._pipe_bytes // 2:
+            if not self._pipe_bytes or len(data) > self._pipe_bytes // 4 or unread_bytes(self.request_fd) + len(data) > self._pipe_bytes // 2:
                 return False
         except OSError:
             return False

@@ -155,13 +155,11 @@ class CappedBuffer:
         before, and the pipe still holds, is shown: it is counted in."""
         with self._lock:
             if self.held_from is None:
-                pending = array.array("i", [0])
-                if self._fd is not None:
-                    try:
-                        fcntl.ioctl(self._fd, termios.FIONREAD, pending)
-                    except OSError:  # closed: nothing is pending
-                        pending[0] = 0
-                self.held_from = self.received + pending[0]
+                try:
+                    pending = 0 if self._fd is None else unread_bytes(self._fd)
+                except OSError:  # closed: nothing is pending
+                    pending = 0
+                self.held_from = self.received + pending
 
     @property
     def held_back(self) -> bool:
@@ -174,6 +172,13 @@ class CappedBuffer:
             return self._text(self.total, len(self.labels) if self.shown_labels is None else self.shown_labels)
         before = self._text(self.shown_bytes or 0, self.shown_labels or 0).rstrip("\n")
         return f"{before}\n{WITHHELD_OUTPUT}" if before else WITHHELD_OUTPUT
+
+
+def unread_bytes(fd: int) -> int:
+    """How many bytes the pipe `fd` is an end of holds that its reader has not read."""
+    pending = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, pending)
+    return pending[0]
 
 
 def _label_start_at_end(data: bytes, start: int) -> int:
