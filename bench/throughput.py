@@ -8,6 +8,13 @@ hostile_* left out, cycled when there are fewer), the full suite of the grader's
   batch computes once (grader/judge.py prepare);
 - `python -m grader batch` over the 36 files with --jobs 1 and --jobs 2, as a subprocess (start-up
   included), its wall seconds per file;
+- the same batch with one job over 36 copies of bench/no_work.py, a file that does nearly nothing
+  (wrong_answer): what the grader alone costs a file, start-up shared out included. With the floor
+  added, the least a batch of correct files could cost per file whatever the guard's own cost;
+- 36 files through a Grader whose pool is warm and cases prepared (one file graded first, off the
+  clock), with 1 and 2 jobs: the per-file cost and scaling of a long batch or a pipeline, without
+  the start-up (torch imported by the grader and by the pool's sandboxed server) that a 36-file
+  batch shares out;
 - one `python -m grader FILE` beside a bare `python -c "import torch"`, paired;
 - where a batch's time goes per file, from the reports' own clocks (a report's seconds, each case's
   round trip from the request to its answer's arrival).
@@ -55,6 +62,7 @@ sys.path.insert(0, str(ROOT))
 
 FILES = 36
 ONE_FILE = ROOT / "reference" / "mlm_forward_tied" / "submissions" / "accepted" / "plain_helpers.py"
+NO_WORK = Path(__file__).resolve().parent / "no_work.py"  # a file whose own work is nearly nil: what the grader alone costs
 
 
 def correct_files() -> list[Path]:
@@ -127,13 +135,15 @@ def expected_seconds(cases: list) -> float:
 # --- the commands, from outside -------------------------------------------------------------------
 
 
-def batch(folder: Path, jobs: int, out: Path) -> tuple[float, list[dict[str, Any]]]:
+def batch(folder: Path, jobs: int, out: Path, verdict: str = "accepted") -> tuple[float, list[dict[str, Any]]]:
+    """Wall seconds of `python -m grader batch` over the folder, and its report lines; every file must
+    get `verdict`."""
     command = [sys.executable, "-m", "grader", "batch", str(folder), "--jobs", str(jobs), "--out", str(out)]
     timed = run_timed(command)
     lines = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
-    wrong = [line["id"] for line in lines if line["verdict"] != "accepted"]
+    wrong = [line["id"] for line in lines if line["verdict"] != verdict]
     if timed.returncode != 0 or len(lines) != FILES or wrong:
-        raise SystemExit(f"batch --jobs {jobs}: exit status {timed.returncode}, {len(lines)} lines, not accepted: {wrong}")
+        raise SystemExit(f"batch --jobs {jobs}: exit status {timed.returncode}, {len(lines)} lines, not {verdict}: {wrong}")
     return timed.wall, lines
 
 
@@ -172,6 +182,8 @@ def measure(rounds: int) -> None:
     breakdown: list[list[dict[str, Any]]] = []  # each round's report lines of the batch with one job
     with tempfile.TemporaryDirectory(prefix="mlm-grader-bench-") as tmp:
         folder = copy_folder(Path(tmp), files)
+        no_work = copy_folder(Path(tmp), [NO_WORK] * FILES, "no-work")
+        sources = {path.stem: path.read_bytes() for path in sorted(folder.iterdir())}
 
         def run_floor() -> None:
             wall, cpu, per_case = floor(functions, cases)
@@ -189,6 +201,15 @@ def measure(rounds: int) -> None:
 
             return run
 
+        def run_no_work() -> None:
+            wall, _ = batch(no_work, 1, Path(tmp) / f"results-no-work-{number}.jsonl", verdict="wrong_answer")
+            figures["no work"].append(wall / FILES)
+
+        def run_warm() -> None:
+            for jobs in (1, 2):
+                figures[f"warm {jobs}"].append(grade_warm(jobs, sources) / FILES)
+            figures["warm scaling"].append(figures["warm 1"][-1] / figures["warm 2"][-1])
+
         def run_single() -> None:
             grading, bare = one_grading()
             figures["one grading"].append(grading)
@@ -196,7 +217,7 @@ def measure(rounds: int) -> None:
             figures["one grading ratio"].append(grading / bare)
 
         for number in range(rounds):
-            steps = [run_floor, run_batch(1, number), run_batch(2, number), run_single, run_single]
+            steps = [run_floor, run_batch(1, number), run_batch(2, number), run_no_work, run_warm, run_single, run_single]
             for step in steps if number % 2 == 0 else reversed(steps):
                 step()
             figures["ratio 1"].append(figures["batch 1"][-1] / figures["floor"][-1])
@@ -216,8 +237,15 @@ def report(figures: dict[str, list], breakdown: list[list[dict[str, Any]]], case
     print(f"{'floor: the same, CPU':52s} {spread(f['floor cpu'])}")
     for jobs in (1, 2):
         print(f"{f'python -m grader batch --jobs {jobs}, wall / 36':52s} {spread(f[f'batch {jobs}'])}   {median(f[f'ratio {jobs}']):.2f}")
+    no_work = f"batch --jobs 1 over {FILES} copies of bench/{NO_WORK.name}"
+    print(f"{no_work:52s} {spread(f['no work'])}   {median(f['no work']) / median(f['floor']):.2f}  (the grader alone: no work of the file's)")
+    for jobs in (1, 2):
+        print(f"{f'warm pool, {jobs} job(s) (Grader.grade_many, start-up excluded)':52s} {spread(f[f'warm {jobs}'])}")
     print(f"{'once per batch: the float64 expected outputs':52s} {spread(f['expected'])}   (the cases: {make_cases:.3f} s)")
     print(f"scaling from 1 to 2 jobs (wall 1 job / wall 2 jobs): median {median(f['scaling']):.2f}x (min {min(f['scaling']):.2f}, max {max(f['scaling']):.2f})")
+    print(f"scaling from 1 to 2 jobs, warm pool: median {median(f['warm scaling']):.2f}x (min {min(f['warm scaling']):.2f}, max {max(f['warm scaling']):.2f})")
+    bound = (median(f["no work"]) + median(f["floor"])) / median(f["floor"])
+    print(f"the least one job could cost with these walls (the grader alone, plus the file's own work unguarded): {bound:.2f}x the floor")
     print(f"{'python -m grader ' + ONE_FILE.name + ' (wall, s)':52s} {spread(f['one grading'])}")
     bare = 'python -c "import torch" (wall, s)'
     print(f"{bare:52s} {spread(f['import torch'])}")
@@ -255,6 +283,11 @@ def report(figures: dict[str, list], breakdown: list[list[dict[str, Any]]], case
     for jobs in (1, 2):
         print(f"| `python -m grader batch --jobs {jobs}` | {median(f[f'batch {jobs}']):.3f} | {median(f[f'ratio {jobs}']):.2f} |")
     print(f"| scaling 1 -> 2 jobs | {median(f['scaling']):.2f}x | |")
+    none = median(f["no work"])
+    print(f"| `batch --jobs 1` over {FILES} files that do no work (`bench/{NO_WORK.name}`) | {none:.3f} | {none / floor_per_file:.2f} |")
+    for jobs in (1, 2):
+        print(f"| warm pool, {jobs} job(s), start-up excluded | {median(f[f'warm {jobs}']):.3f} | {median(f[f'warm {jobs}']) / floor_per_file:.2f} |")
+    print(f"| scaling 1 -> 2 jobs, warm pool | {median(f['warm scaling']):.2f}x | |")
     pair = f"{median(f['one grading']):.2f} / {median(f['import torch']):.2f}"
     print(f'| `python -m grader FILE` / `python -c "import torch"` | {pair} | {median(f["one grading ratio"]):.2f}x |')
 
@@ -368,6 +401,23 @@ def grade_all(jobs: int, sources: dict[str, bytes]) -> tuple[float, float]:
     if len(verdicts) != len(sources) or wrong:
         raise SystemExit(f"not accepted: {wrong}")
     return took, own_cpu
+
+
+def grade_warm(jobs: int, sources: dict[str, bytes]) -> float:
+    """Wall seconds of grading the sources through a Grader whose pool is warm and whose cases are
+    prepared: one file is graded first, off the clock. What a long batch or a pipeline's Grader pays
+    per file, without the start-up a 36-file batch shares out."""
+    from grader import Grader
+
+    with Grader(jobs=jobs, seed=SEED) as grader:
+        grader.grade(next(iter(sources.values())))
+        started = time.perf_counter()
+        verdicts = {report.id: report.verdict for report in grader.grade_many(sources)}
+        took = time.perf_counter() - started
+    wrong = {key: verdict for key, verdict in verdicts.items() if verdict != "accepted"}
+    if len(verdicts) != len(sources) or wrong:
+        raise SystemExit(f"not accepted: {wrong}")
+    return took
 
 
 @contextlib.contextmanager
