@@ -8,7 +8,9 @@ after the rewrite, with the restricted built-ins. A refusal is recorded as the r
 it, so catching its exception hides nothing.
 """
 
+import functools
 import hashlib
+import os
 import sys
 import textwrap
 import types
@@ -358,6 +360,106 @@ def test_nothing_forbidden_is_reachable_through_attributes_of_the_allowed_module
 
 def _raise(what: str) -> None:
     raise Refused(what)
+
+
+def _outcome(read: typing.Callable[[], typing.Any]) -> tuple[str, typing.Any]:
+    try:
+        return "value", read()
+    except Refused as refusal:
+        return "refused", str(refusal)
+    except Exception as error:  # noqa: BLE001 - an attribute that raises raises the same on either path
+        return "raised", type(error)
+
+
+def _same(one: typing.Any, other: typing.Any) -> bool:
+    """The same object, or equal ones made anew at each read (a bound method, a view, a stand-in)."""
+    if one is other:
+        return True
+    if type(one) is not type(other):
+        return False
+    if isinstance(one, torch.Tensor):
+        return one.shape == other.shape and one.dtype == other.dtype and one.data_ptr() == other.data_ptr()
+    if isinstance(one, types.FunctionType):  # a checked stand-in made at each read (mro)
+        return one.__code__ is other.__code__
+    if isinstance(one, functools.partial):
+        return one.func is other.func and len(one.args) == len(other.args) and all(a is b for a, b in zip(one.args, other.args, strict=True))
+    try:
+        return bool(one == other)
+    except Exception:  # noqa: BLE001 - no equality defined: objects made anew, compared by kind only
+        return True
+
+
+LIBRARY = {  # library code handing the file's code values no read of its own gave
+    "harmless": lambda: torch.nn.functional.relu,
+    "hand": lambda: torch.load,
+    "harmlesses": lambda: iter([torch.nn.functional.relu]),
+    "hands": lambda: iter([torch.load]),
+    "harmless_pair": lambda: iter([1, torch.nn.functional.relu]),
+    "pair": lambda: iter([1, torch.load]),
+    "method": lambda: torch.ones(1).untyped_storage().resize_,
+}
+
+
+@pytest.mark.parametrize(
+    "source, named",
+    [
+        ("k = harmless()\nl = hand()", "a value a call returned, torch.load"),
+        ("for k in harmlesses():\n    pass\nfor l in hands():\n    pass", "a value a loop or an assignment gave, torch.load"),
+        ("a, k = harmless_pair()\na, l = pair()", "a value a loop or an assignment gave, torch.load"),
+        ("k = x.view\nl = method()", "torch.UntypedStorage"),
+    ],
+)
+def test_a_value_of_a_kind_met_before_is_still_judged_by_what_it_is(source, named):
+    """A call's result and a loop's or an assignment's items are let through in one call when their
+    class is judged harmless, but not a function or method (a class some refused object has): the
+    same class holds torch.nn.functional.relu and torch.load, a tensor's view and a storage's resize_."""
+    _, found = run(source, LIBRARY)
+    assert found and named in found[0]
+
+
+def test_the_common_read_decides_as_check_name_and_checked_attribute_do():
+    """Capabilities.getattr decides the common read (a public name on a tensor, a number, a class or
+    an allowed module) in one call, without check_name and checked_attribute. On every name of
+    everything two reads deep from the allowed modules and from a tensor, private and special names
+    and forbidden ones included, it gives what those two give: the same value, or the same
+    refusal. Each name is read the full way first, so that the second read finds it judged and takes
+    the short way where it may."""
+    capabilities = Capabilities({key: POLICY[key] for key in CHILD_POLICY} | {"submission": "common.py"}, _raise)
+    capabilities.namespace("candidate_submission")
+    checked_name = capabilities.check_name
+    full_checks = [0]
+
+    def counted(obj: typing.Any, name: str) -> None:
+        full_checks[0] += 1
+        checked_name(obj, name)
+
+    capabilities.check_name = counted
+    # Objects the file may come to hold by library code, whatever their kind: a method of a module
+    # outside the allowed list, held by an object of a harmless class, is refused as it is met.
+    outside = [sys, warnings, types.SimpleNamespace(a=sys, getpid=os.getpid), (i for i in range(2)), sys._getframe(), _same, [sys], {"a": sys}]
+    frontier = [*capabilities.modules.values(), torch.ones(2, 3), torch.Tensor, 3, 2.5, None, torch.float32, torch.Size([2]), *outside]
+    seen, reads, differences = set(), 0, []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2):
+            following = []
+            for obj in frontier:
+                if id(obj) in seen:
+                    continue
+                seen.add(id(obj))
+                for name in dir(obj):
+                    capabilities._may_be_refused(name)  # every name judged, private ones too: the short way must still leave those
+                    full = _outcome(lambda obj=obj, name=name: (counted(obj, name), capabilities.checked_attribute(name, getattr(obj, name), obj))[1])
+                    before = full_checks[0]
+                    short = _outcome(lambda obj=obj, name=name: capabilities.getattr(obj, name))
+                    reads += full_checks[0] == before
+                    if full[0] != short[0] or not (_same(full[1], short[1]) if full[0] == "value" else full[1] == short[1]):
+                        differences.append((type(obj).__name__, name, full, short))
+                    if full[0] == "value":
+                        following.append(full[1])
+            frontier = following
+    assert differences == []
+    assert reads > 10000  # the short way was taken: the test compares something
 
 
 CATCHER = """import typing

@@ -868,8 +868,45 @@ class Capabilities:
         return checked
 
     def getattr(self, obj: Any, name: str, line: int = 0) -> Any:
-        self.check_name(obj, name)
-        return self.checked_attribute(name, _getattr(obj, name), obj)
+        """obj.name, through check_name and checked_attribute. The common read is decided here as
+        they would decide it, in this one call (under the runtime guard's profile function each call
+        of a Python function costs two profile events and an audit event): a public name no rule may
+        refuse, on a tensor, number or class, or on an allowed module; its value of a kind judged
+        harmless, or a method of obj written in C and named `name`."""
+        try:
+            owner = self._kinds[_id(_type(obj))]
+            common = (
+                name[:1] != "_"
+                and not self._name_verdicts[name]
+                and (owner == "" or owner == "class" or (owner == "module" and _id(obj) in self.modules and _id(obj) not in self._refused_ids))
+            )
+        except KeyError:  # a name or a class not judged yet
+            common = False
+        if not common:
+            self.check_name(obj, name)
+        value = _getattr(obj, name)
+        if common and name not in CLASS_LISTS:
+            kind = _type(value)
+            kind_id = _id(kind)
+            try:
+                harmless = self._kinds[kind_id] == ""
+            except KeyError:
+                harmless = False
+            if harmless and kind_id not in self._substituted_kinds:
+                return value
+            # what _by_identity decides for obj's own C method read by its own name (x.view, math.sqrt)
+            key = _id(value)
+            if (
+                harmless
+                and kind is BuiltinFunctionType
+                and value.__self__ is obj
+                and value.__name__ == name
+                and name != "numpy"
+                and key not in self._refused_ids
+                and key not in self._substitutes
+            ):
+                return value
+        return self.checked_attribute(name, value, obj)
 
     @staticmethod
     def _metaclass_side(obj: Any) -> bool:
@@ -903,19 +940,37 @@ class Capabilities:
     def result(self, value: Any, line: int = 0) -> Any:
         """What a call returned (a library's function may return what no read would give: the real
         `type`, a class it built, an object of one)."""
+        kind_id = _id(_type(value))
+        try:  # check_value's common case, in this call (see getattr)
+            if self._kinds[kind_id] == "" and kind_id not in self._substituted_kinds:
+                return value
+        except KeyError:
+            pass
         return self.check_value(value, "a value a call returned")
 
     def items(self, iterable: Any, shape: Any, line: int = 0) -> Any:
         """The items of a for loop or comprehension, each checked as a call's result is, and the
         values its target unpacks from each (`shape`: 0 for a name, a tuple of shapes for a target
         a, (b, c), 1 for one with a starred name), lazily, as the loop asks."""
+        if shape == 0:  # one call per item, not three (see getattr)
+            return map(self._loop_item, iterable)
         return map(lambda item: self.unpacked(item, shape), iterable)  # noqa: C417
+
+    def _loop_item(self, value: Any) -> Any:
+        """unpacked(value, 0), its common case decided in this call (see getattr)."""
+        kind_id = _id(_type(value))
+        try:
+            if self._kinds[kind_id] == "" and kind_id not in self._substituted_kinds:
+                return value
+        except KeyError:
+            pass
+        return self.check_value(value, "a value a loop or an assignment gave")
 
     def unpacked(self, value: Any, shape: Any, line: int = 0) -> Any:
         """value checked, and as many levels inside it as the target it is assigned to unpacks."""
         if shape == 0:
-            return self.check_value(value, "a value a loop or an assignment gave")
-        values = [self.unpacked(v, 0) for v in value]
+            return self._loop_item(value)
+        values = [*map(self._loop_item, value)]  # (one call per item: see getattr)
         if shape == 1 or len(values) != len(shape):  # a starred target, or one the unpacking will refuse
             return values
         return [self.unpacked(v, inner) for v, inner in zip(values, shape, strict=True)]
