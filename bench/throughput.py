@@ -14,7 +14,9 @@ hostile_* left out, cycled when there are fewer), the full suite of the grader's
 - 36 files through a Grader whose pool is warm and cases prepared (one file graded first, off the
   clock), with 1 and 2 jobs: the per-file cost and scaling of a long batch or a pipeline, without
   the start-up (torch imported by the grader and by the pool's sandboxed server) that a 36-file
-  batch shares out;
+  batch shares out; beside them the CPU seconds the whole machine spent per file (/proc/stat), and
+  what that allows: two cores give two jobs at most twice one job's CPU, so two jobs can be at most
+  2 x (one job's wall) / (one job's CPU) faster than one;
 - one `python -m grader FILE` beside a bare `python -c "import torch"`, paired;
 - where a batch's time goes per file, from the reports' own clocks (a report's seconds, each case's
   round trip from the request to its answer's arrival).
@@ -207,8 +209,12 @@ def measure(rounds: int) -> None:
 
         def run_warm() -> None:
             for jobs in (1, 2):
-                figures[f"warm {jobs}"].append(grade_warm(jobs, sources) / FILES)
+                wall, cpu = grade_warm(jobs, sources)
+                figures[f"warm {jobs}"].append(wall / FILES)
+                figures[f"warm cpu {jobs}"].append(cpu / FILES)
             figures["warm scaling"].append(figures["warm 1"][-1] / figures["warm 2"][-1])
+            # Two cores give at most 2 CPU seconds a second: two jobs take at least the CPU of a file over 2.
+            figures["warm scaling bound"].append(2 * figures["warm 1"][-1] / figures["warm cpu 1"][-1])
 
         def run_single() -> None:
             grading, bare = one_grading()
@@ -244,6 +250,9 @@ def report(figures: dict[str, list], breakdown: list[list[dict[str, Any]]], case
     print(f"{'once per batch: the float64 expected outputs':52s} {spread(f['expected'])}   (the cases: {make_cases:.3f} s)")
     print(f"scaling from 1 to 2 jobs (wall 1 job / wall 2 jobs): median {median(f['scaling']):.2f}x (min {min(f['scaling']):.2f}, max {max(f['scaling']):.2f})")
     print(f"scaling from 1 to 2 jobs, warm pool: median {median(f['warm scaling']):.2f}x (min {min(f['warm scaling']):.2f}, max {max(f['warm scaling']):.2f})")
+    cpu_one, cpu_two = median(f["warm cpu 1"]), median(f["warm cpu 2"])
+    print(f"CPU seconds a file takes, every process of the machine, warm pool: {cpu_one:.3f} with one job, {cpu_two:.3f} with two")
+    print(f"the most two jobs could gain on two cores, given that CPU (2 x wall with one job / CPU with one job): {median(f['warm scaling bound']):.2f}x")
     bound = (median(f["no work"]) + median(f["floor"])) / median(f["floor"])
     print(f"the least one job could cost with these walls (the grader alone, plus the file's own work unguarded): {bound:.2f}x the floor")
     print(f"{'python -m grader ' + ONE_FILE.name + ' (wall, s)':52s} {spread(f['one grading'])}")
@@ -288,6 +297,7 @@ def report(figures: dict[str, list], breakdown: list[list[dict[str, Any]]], case
     for jobs in (1, 2):
         print(f"| warm pool, {jobs} job(s), start-up excluded | {median(f[f'warm {jobs}']):.3f} | {median(f[f'warm {jobs}']) / floor_per_file:.2f} |")
     print(f"| scaling 1 -> 2 jobs, warm pool | {median(f['warm scaling']):.2f}x | |")
+    print(f"| the most 2 jobs could gain on 2 cores, given a file's CPU with 1 job | {median(f['warm scaling bound']):.2f}x | |")
     pair = f"{median(f['one grading']):.2f} / {median(f['import torch']):.2f}"
     print(f'| `python -m grader FILE` / `python -c "import torch"` | {pair} | {median(f["one grading ratio"]):.2f}x |')
 
@@ -403,21 +413,30 @@ def grade_all(jobs: int, sources: dict[str, bytes]) -> tuple[float, float]:
     return took, own_cpu
 
 
-def grade_warm(jobs: int, sources: dict[str, bytes]) -> float:
+def busy_cpu_seconds() -> float:
+    """CPU seconds every core of this machine has spent busy since boot (/proc/stat: all but idle
+    and iowait), whichever process spent them: a sandboxed child's included."""
+    with open("/proc/stat") as stat:
+        ticks = [int(field) for field in stat.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def grade_warm(jobs: int, sources: dict[str, bytes]) -> tuple[float, float]:
     """Wall seconds of grading the sources through a Grader whose pool is warm and whose cases are
-    prepared: one file is graded first, off the clock. What a long batch or a pipeline's Grader pays
-    per file, without the start-up a 36-file batch shares out."""
+    prepared (one file is graded first, off the clock), and the CPU seconds the whole machine spent
+    meanwhile. What a long batch or a pipeline's Grader pays per file, without the start-up a
+    36-file batch shares out."""
     from grader import Grader
 
     with Grader(jobs=jobs, seed=SEED) as grader:
         grader.grade(next(iter(sources.values())))
-        started = time.perf_counter()
+        busy, started = busy_cpu_seconds(), time.perf_counter()
         verdicts = {report.id: report.verdict for report in grader.grade_many(sources)}
-        took = time.perf_counter() - started
+        took, cpu = time.perf_counter() - started, busy_cpu_seconds() - busy
     wrong = {key: verdict for key, verdict in verdicts.items() if verdict != "accepted"}
     if len(verdicts) != len(sources) or wrong:
         raise SystemExit(f"not accepted: {wrong}")
-    return took
+    return took, cpu
 
 
 @contextlib.contextmanager
