@@ -895,17 +895,10 @@ class Capabilities:
             if harmless and kind_id not in self._substituted_kinds:
                 return value
             # what _by_identity decides for obj's own C method read by its own name (x.view, math.sqrt)
-            key = _id(value)
-            if (
-                harmless
-                and kind is BuiltinFunctionType
-                and value.__self__ is obj
-                and value.__name__ == name
-                and name != "numpy"
-                and key not in self._refused_ids
-                and key not in self._substitutes
-            ):
-                return value
+            if harmless and kind is BuiltinFunctionType and value.__self__ is obj and value.__name__ == name and name != "numpy":
+                key = _id(value)
+                if key not in self._refused_ids and key not in self._substitutes:
+                    return value
         return self.checked_attribute(name, value, obj)
 
     @staticmethod
