@@ -209,7 +209,7 @@ def measure(rounds: int) -> None:
 
         def run_warm() -> None:
             for jobs in (1, 2):
-                wall, cpu = grade_warm(jobs, sources)
+                wall, _, cpu = grade_all(jobs, sources, warm=True)
                 figures[f"warm {jobs}"].append(wall / FILES)
                 figures[f"warm cpu {jobs}"].append(cpu / FILES)
             figures["warm scaling"].append(figures["warm 1"][-1] / figures["warm 2"][-1])
@@ -392,27 +392,6 @@ def transfer_seconds(cases: list, replies: dict[str, tuple[dict, dict]]) -> floa
     return time.perf_counter() - started
 
 
-def grade_all(jobs: int, sources: dict[str, bytes]) -> tuple[float, float]:
-    """Wall seconds of grading the sources through one Grader (its pool's start included), and the CPU
-    seconds of the grader's own process. (Not its children's: the sandboxed children are reaped inside
-    the sandbox, and their CPU time does not all reach RUSAGE_CHILDREN.)"""
-    import resource
-
-    from grader import Grader
-
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    started = time.perf_counter()
-    with Grader(jobs=jobs, seed=SEED) as grader:
-        verdicts = {report.id: report.verdict for report in grader.grade_many(sources)}
-    took = time.perf_counter() - started
-    own_after = resource.getrusage(resource.RUSAGE_SELF)
-    own_cpu = own_after.ru_utime - own.ru_utime + own_after.ru_stime - own.ru_stime
-    wrong = {key: verdict for key, verdict in verdicts.items() if verdict != "accepted"}
-    if len(verdicts) != len(sources) or wrong:
-        raise SystemExit(f"not accepted: {wrong}")
-    return took, own_cpu
-
-
 def busy_cpu_seconds() -> float:
     """CPU seconds every core of this machine has spent busy since boot (/proc/stat: all but idle
     and iowait), whichever process spent them: a sandboxed child's included."""
@@ -421,22 +400,32 @@ def busy_cpu_seconds() -> float:
     return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
-def grade_warm(jobs: int, sources: dict[str, bytes]) -> tuple[float, float]:
-    """Wall seconds of grading the sources through a Grader whose pool is warm and whose cases are
-    prepared (one file is graded first, off the clock), and the CPU seconds the whole machine spent
-    meanwhile. What a long batch or a pipeline's Grader pays per file, without the start-up a
-    36-file batch shares out."""
+def grade_all(jobs: int, sources: dict[str, bytes], warm: bool = False) -> tuple[float, float, float]:
+    """Wall seconds of grading the sources through one Grader, its pool's start and close included,
+    the CPU seconds of the grader's own process, and those the whole machine spent meanwhile (the
+    sandboxed children are reaped inside the sandbox, and their CPU time does not all reach
+    RUSAGE_CHILDREN). warm: the clocks start once one file has been graded, so that the pool is
+    warm and the cases prepared (what a long batch or a pipeline's Grader pays per file, without
+    the start-up a 36-file batch shares out)."""
+    import resource
+
     from grader import Grader
 
+    def clocks() -> tuple[float, float, float]:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return time.perf_counter(), usage.ru_utime + usage.ru_stime, busy_cpu_seconds()
+
+    started = clocks()
     with Grader(jobs=jobs, seed=SEED) as grader:
-        grader.grade(next(iter(sources.values())))
-        busy, started = busy_cpu_seconds(), time.perf_counter()
+        if warm:
+            grader.grade(next(iter(sources.values())))
+            started = clocks()
         verdicts = {report.id: report.verdict for report in grader.grade_many(sources)}
-        took, cpu = time.perf_counter() - started, busy_cpu_seconds() - busy
+    took, own, busy = (end - start for end, start in zip(clocks(), started, strict=True))
     wrong = {key: verdict for key, verdict in verdicts.items() if verdict != "accepted"}
     if len(verdicts) != len(sources) or wrong:
         raise SystemExit(f"not accepted: {wrong}")
-    return took, cpu
+    return took, own, busy
 
 
 @contextlib.contextmanager
@@ -506,7 +495,7 @@ def profile(jobs: int) -> None:
         phases.wrap(owner, attribute, phase)
     phases.wrap_request()
     try:
-        took, own_cpu = grade_all(jobs, sources)
+        took, own_cpu, _ = grade_all(jobs, sources)
     finally:
         phases.undo()
     trips = sum(trip for _, trip, _, _, _ in phases.cases)
@@ -530,7 +519,7 @@ def profile(jobs: int) -> None:
 
     profiles: list[cProfile.Profile] = []
     with every_thread_profiled(profiles):
-        took, _ = grade_all(jobs, sources)
+        took, _, _ = grade_all(jobs, sources)
     stats = pstats.Stats(profiles[0], stream=sys.stdout)
     for more in profiles[1:]:
         with contextlib.suppress(TypeError):  # a thread that never ran its target has no stats
