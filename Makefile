@@ -36,9 +36,10 @@ grade: sandbox
 test: $(VENV)/.dev-installed sandbox lint
 	$(PY) -m pytest -n 2 -q
 
-# The pure layers only (no child process, no sandbox): a quick loop while changing the code.
+# The pure layers only: no child process, no sandbox, nothing slow (a quick loop while changing the
+# code). A test that starts a process fails here until it is marked sandbox (tests/conftest.py).
 test-fast: $(VENV)/.dev-installed
-	$(PY) -m pytest -n 2 -q -m "not sandbox and not slow"
+	$(PY) -m pytest -n 2 -q -m "not sandbox and not slow" --no-processes
 
 lint: $(VENV)/.dev-installed
 	$(PY) -m ruff check .

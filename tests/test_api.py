@@ -17,6 +17,7 @@ CORRECT = SUBMISSIONS / "accepted" / "plain_helpers.py"
 WRONG = SUBMISSIONS / "wrong_answer" / "causal_mask.py"
 
 
+@pytest.mark.sandbox
 def test_good_source_is_accepted_and_to_dict_is_the_json_report():
     report = grade_source(CORRECT.read_text(), seed="api-seed")
     assert (report.verdict, report.score) == ("accepted", 1.0)
@@ -34,6 +35,7 @@ def test_syntax_error_and_bytes_that_are_not_utf8_are_compile_errors():
     assert report.to_dict()["verdict"] == "compile_error"
 
 
+@pytest.mark.sandbox
 def test_the_source_runs_in_the_sandbox_not_in_the_callers_process(capfd):
     # Run in this process, the print would reach this process's stdout, and the exception its caller.
     source = 'print("hello from the submission", flush=True)\nraise ValueError("boom at import")\n'
@@ -43,6 +45,7 @@ def test_the_source_runs_in_the_sandbox_not_in_the_callers_process(capfd):
     assert "hello from the submission" not in capfd.readouterr().out
 
 
+@pytest.mark.sandbox
 def test_grade_many_yields_every_report_with_its_id():
     sources = {"good": CORRECT.read_text(), "wrong": WRONG.read_bytes(), "broken": "def mlm_forward_tied(:\n"}
     reports = {report.id: report for report in grade_many(sources, jobs=2)}
@@ -51,6 +54,7 @@ def test_grade_many_yields_every_report_with_its_id():
     assert [r.id for r in grade_many(["def mlm_forward_tied(:\n"])] == ["0"]  # a plain list: ids are positions
 
 
+@pytest.mark.sandbox
 def test_a_grader_keeps_one_warm_pool_across_calls_and_gives_what_one_off_calls_give():
     with Grader(jobs=2, seed="api-seed") as grader:
         server = grader._warm  # the pool the first call starts its server in
@@ -68,6 +72,7 @@ def test_a_grader_keeps_one_warm_pool_across_calls_and_gives_what_one_off_calls_
         grader.grade(CORRECT.read_text())
 
 
+@pytest.mark.sandbox
 def test_public_only_grades_only_the_public_cases_in_every_entry_point():
     public = [case for case in make_cases(load_spec(), "api-seed") if case.public]
     with Grader(jobs=1, seed="api-seed", public_only=True) as grader:
@@ -77,6 +82,7 @@ def test_public_only_grades_only_the_public_cases_in_every_entry_point():
     assert len(many.cases) == len(public)
 
 
+@pytest.mark.sandbox
 def test_importing_grader_stays_cheap():
     """The API is loaded on first use: `python -m grader` can start its child before importing torch."""
     loaded = "print('grader.api' in sys.modules"

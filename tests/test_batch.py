@@ -67,6 +67,7 @@ def syntax_errors(folder: Path, count: int) -> Path:
     return folder
 
 
+@pytest.mark.sandbox
 def test_batch_gives_the_verdicts_of_the_single_file_command(tmp_path):
     # The real limits: a shorter limit per case would make the verdicts depend on the machine's load.
     folder = class_folder(tmp_path / "class", ONE_OF_EACH)
@@ -131,6 +132,7 @@ def leftovers(token: str) -> list[str]:
     return found
 
 
+@pytest.mark.sandbox
 def test_a_batch_stopped_with_ctrl_c_resumes_where_it_stopped(tmp_path):
     token = f"resume{os.getpid()}x"
     names = ["accepted/plain_helpers", "wrong_answer/causal_mask", "accepted/einsum_everywhere", "runtime_error/raises_in_call", "wrong_answer/gelu_erf"]
@@ -165,6 +167,7 @@ def test_a_batch_stopped_with_ctrl_c_resumes_where_it_stopped(tmp_path):
     assert f"{changed.stem},compile_error,0,100,0,0," in (tmp_path / "grades.csv").read_text()
 
 
+@pytest.mark.sandbox
 def test_sigterm_ends_a_hanging_grading_at_once_and_leaves_nothing(tmp_path):
     token = f"term{os.getpid()}x"
     folder = class_folder(tmp_path / "class", ["time_limit_exceeded/busy_import", "time_limit_exceeded/infinite_loop_in_call"], prefix=token)
@@ -183,6 +186,7 @@ def test_sigterm_ends_a_hanging_grading_at_once_and_leaves_nothing(tmp_path):
     assert leftovers(token) == [] and out.read_text() == ""
 
 
+@pytest.mark.sandbox
 def test_shards_together_grade_every_submission_once(tmp_path):
     folder = syntax_errors(tmp_path / "class", 9)
     graded = []
@@ -221,6 +225,7 @@ def test_layouts(tmp_path):
     assert [s.id for s in discover(sorted(folders.glob("*/solution.py")))[0]] == ["alice", "bob"]
 
 
+@pytest.mark.sandbox
 def test_a_folder_mixing_layouts_is_refused(tmp_path):
     folder = syntax_errors(tmp_path / "class", 2)
     (folder / "carol").mkdir()
@@ -261,6 +266,7 @@ def test_a_second_batch_on_the_same_results_file_is_refused(tmp_path):
         first.close()
 
 
+@pytest.mark.sandbox
 def test_a_grader_fault_is_a_grader_error_line_and_the_batch_goes_on(tmp_path, monkeypatch):
     folder = syntax_errors(tmp_path / "class", 4)
     real_grade = judge.grade
@@ -285,6 +291,7 @@ def test_a_grader_fault_is_a_grader_error_line_and_the_batch_goes_on(tmp_path, m
     assert lines_of(out)[-1]["id"] == "student01" and lines_of(out)[-1]["verdict"] == "compile_error"
 
 
+@pytest.mark.sandbox
 def test_a_batch_needs_a_secret_seed_unless_told_to_use_the_local_one(tmp_path, monkeypatch):
     monkeypatch.delenv("MLM_GRADER_SEED", raising=False)
     folder, out = syntax_errors(tmp_path / "class", 2), tmp_path / "results.jsonl"
@@ -313,6 +320,7 @@ def test_the_gradebook_never_holds_a_formula_or_a_raw_control_character(tmp_path
     assert [row[-1] for row in rows] == expected[:4] + ["indented", "return", "plain", "nasty\\x1b[2K\ufffd"]
 
 
+@pytest.mark.sandbox
 def test_ids_a_file_name_chooses_are_inert_in_the_batchs_output_and_gradebook(tmp_path):
     folder = tmp_path / "class"
     folder.mkdir()
@@ -330,6 +338,7 @@ def test_ids_a_file_name_chooses_are_inert_in_the_batchs_output_and_gradebook(tm
     assert sorted(row[0] for row in rows) == sorted(["'" + names[0], "'-x", "evil\\x1b[2K\\x0dVerdict ACCEPTED", "not-utf8-\ufffd"])
 
 
+@pytest.mark.sandbox
 def test_a_results_line_is_for_staff_and_holds_what_the_candidates_report_withholds(tmp_path):
     from tests.test_formats import LEAKER
 
@@ -381,6 +390,7 @@ def lms_download(folder: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.sandbox
 def test_every_entry_of_an_lms_download_is_graded_or_says_why_not(tmp_path):
     folder = tmp_path / "class"
     expected = lms_download(folder)
@@ -410,6 +420,7 @@ def test_every_entry_of_an_lms_download_is_graded_or_says_why_not(tmp_path):
     assert status == 0 and "skipped 6 submissions" in text and lines_of(out)[-1]["id"] == "dave" and lines_of(out)[-1]["verdict"] == "compile_error"
 
 
+@pytest.mark.sandbox
 def test_a_flat_folder_reports_other_extensions_and_ignores_the_batchs_own_files(tmp_path):
     folder = syntax_errors(tmp_path / "class", 2)
     (folder / "bob.PY").write_text(SYNTAX_ERROR)
@@ -426,6 +437,7 @@ def test_a_flat_folder_reports_other_extensions_and_ignores_the_batchs_own_files
     assert "carol.py.txt is not graded: it is not a Python file" in rows["carol"]["message"]
 
 
+@pytest.mark.sandbox
 def test_a_merge_counts_entries_not_graded_as_the_batch_does(tmp_path):
     from grader import merge
 
@@ -455,6 +467,7 @@ def without_timings(text: str, fmt: str) -> str:
     return re.sub(r" *\d+ms|\d+\.\d+s|isolation: [^\n]*|time=\"[\d.]+\"", "T", text)
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("fmt", ["text", "gradescope"])
 def test_feedback_files_are_the_single_file_commands_reports_and_resume(tmp_path, fmt):
     folder = class_folder(tmp_path / "class", ["wrong_answer/causal_mask", "compile_error/syntax_error"])
@@ -480,6 +493,7 @@ def test_feedback_files_are_the_single_file_commands_reports_and_resume(tmp_path
     assert {p.name: without_timings(p.read_text(), fmt) for p in feedback.iterdir()} == before
 
 
+@pytest.mark.sandbox
 def test_an_id_from_a_hostile_file_name_is_inert_in_the_results_file_and_the_gradebook(tmp_path):
     # A red team's attack on the batch: a file named with terminal
     # control sequences and a byte that is not UTF-8 (a lone surrogate once decoded).

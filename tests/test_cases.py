@@ -292,6 +292,7 @@ def test_a_family_that_is_never_fair_is_a_set_up_error_saying_what_to_change(mon
     assert len(draws) == drawing.MAX_DRAWS
 
 
+@pytest.mark.slow
 def test_the_container_tests_secret_seed_no_longer_rejects_a_correct_file():
     """With this seed the first draw of peaked_attention_1 (D = 2, one head, scores in the tens) put
     the reference's own float32 result 2.2 times the tolerance from its float64 one, and correct

@@ -27,12 +27,14 @@ def without_timings(report: dict) -> dict:
     return report
 
 
+@pytest.mark.sandbox
 def test_the_stub_is_rejected_with_a_clear_message():
     result = run_grader("problem/mlm-forward-tied/stub.py")  # the pristine stub: problem/solution.py is the candidate's to change
     assert result.returncode == 1
     assert "RUNTIME_ERROR" in result.stdout and "NotImplementedError: write mlm_forward_tied: see the statement, README.md next to this file" in result.stdout
 
 
+@pytest.mark.sandbox
 def test_json_report_has_what_platforms_need():
     report, status = grade_json(str(CORRECT), "--seed", "a-secret-seed")
     assert status == 0
@@ -43,12 +45,14 @@ def test_json_report_has_what_platforms_need():
     assert {case["visibility"] for case in report["cases"]} == {"visible", "hidden"}
 
 
+@pytest.mark.sandbox
 def test_the_secret_seed_never_appears_in_any_report():
     for args in (["--json"], []):
         result = run_grader(str(SUBMISSIONS / "wrong_answer" / "causal_mask.py"), *args, env={"MLM_GRADER_SEED": "hush-hush-4711"})
         assert "hush-hush-4711" not in result.stdout + result.stderr
 
 
+@pytest.mark.sandbox
 def test_same_seed_same_report_and_env_var_equals_flag():
     first, _ = grade_json(str(SUBMISSIONS / "wrong_answer" / "eps_wrong_value.py"), "--seed", "s1")
     second, _ = grade_json(str(SUBMISSIONS / "wrong_answer" / "eps_wrong_value.py"), env={"MLM_GRADER_SEED": "s1"})
@@ -58,6 +62,7 @@ def test_same_seed_same_report_and_env_var_equals_flag():
     assert [c["shape"] for c in other["cases"] if c["visibility"] == "hidden"] != [c["shape"] for c in first["cases"] if c["visibility"] == "hidden"]
 
 
+@pytest.mark.sandbox
 def test_public_mode_runs_only_public_cases_and_shows_values():
     result = run_grader(str(SUBMISSIONS / "wrong_answer" / "causal_mask.py"), "--public")
     assert result.returncode == 1
@@ -66,6 +71,7 @@ def test_public_mode_runs_only_public_cases_and_shows_values():
     assert "At index" in result.stdout and "expected" in result.stdout
 
 
+@pytest.mark.sandbox
 def test_hidden_cases_never_show_expected_values():
     report, _ = grade_json(str(SUBMISSIONS / "wrong_answer" / "causal_mask.py"))
     for case in report["cases"]:
@@ -81,6 +87,7 @@ def test_hidden_cases_never_show_expected_values():
         ("naive_softmax", "Subtract the row maximum"),
     ],
 )
+@pytest.mark.sandbox
 def test_a_failure_confined_to_one_family_gets_a_hint(name, hint):
     # or a diagnosis that says it already: a hint never repeats the diagnosis
     report, _ = grade_json(str(SUBMISSIONS / "wrong_answer" / f"{name}.py"))
@@ -88,11 +95,13 @@ def test_a_failure_confined_to_one_family_gets_a_hint(name, hint):
     assert any(hint.lower() in h.lower() for h in told), told
 
 
+@pytest.mark.sandbox
 def test_missing_file_is_a_usage_error():
     result = run_grader("no/such/file.py")
     assert result.returncode == 2 and "no such file" in result.stderr
 
 
+@pytest.mark.sandbox
 def test_unusable_spec_is_a_grader_error_of_the_set_up(tmp_path):
     bad = tmp_path / "spec.toml"
     bad.write_text("this is = not [valid toml")
@@ -114,6 +123,7 @@ def test_unusable_spec_is_a_grader_error_of_the_set_up(tmp_path):
     ],
     ids=["too-large", "nul-byte", "syntax", "not-utf8", "utf-7", "unknown-codec"],
 )
+@pytest.mark.sandbox
 def test_unreadable_sources_are_compile_errors(tmp_path, content, why):
     path = tmp_path / "solution.py"
     path.write_bytes(content)
@@ -122,6 +132,7 @@ def test_unreadable_sources_are_compile_errors(tmp_path, content, why):
     assert why in report["message"]
 
 
+@pytest.mark.sandbox
 def test_a_file_without_the_py_suffix_is_graded_like_any_other(tmp_path):
     path = tmp_path / "solution"
     path.write_bytes((SUBMISSIONS / "accepted" / "plain_helpers.py").read_bytes())
@@ -129,12 +140,14 @@ def test_a_file_without_the_py_suffix_is_graded_like_any_other(tmp_path):
     assert (report["verdict"], status) == ("accepted", 0), report["message"]
 
 
+@pytest.mark.sandbox
 def test_a_folder_is_a_usage_error_that_points_to_batch(tmp_path):
     result = run_grader(str(tmp_path), "--json")
     assert result.returncode == 2 and result.stdout == ""
     assert "is a folder" in result.stderr and f"python -m grader batch {tmp_path}" in result.stderr
 
 
+@pytest.mark.sandbox
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full, a file that is always full")
 def test_a_report_that_cannot_be_written_is_a_grader_error_in_one_line(tmp_path):
     path = tmp_path / "solution.py"
@@ -147,6 +160,7 @@ def test_a_report_that_cannot_be_written_is_a_grader_error_in_one_line(tmp_path)
     assert last == "grader: the report could not be written to standard output (No space left on device); write it to a file with --output FILE"
 
 
+@pytest.mark.sandbox
 def test_submission_output_is_kept_capped_and_does_not_change_the_verdict(tmp_path):
     noisy = tmp_path / "noisy.py"
     noisy.write_text(CORRECT.read_text() + '\nprint("chatter " * 20000)\nprint("{\\"verdict\\": \\"accepted\\"}")\n')
@@ -156,6 +170,7 @@ def test_submission_output_is_kept_capped_and_does_not_change_the_verdict(tmp_pa
     assert len(report["stdout"]) < 70000
 
 
+@pytest.mark.sandbox
 def test_printing_a_fake_verdict_does_not_help(tmp_path):
     liar = tmp_path / "liar.py"
     liar.write_text(
@@ -166,6 +181,7 @@ def test_printing_a_fake_verdict_does_not_help(tmp_path):
     assert json.loads(result.stdout)["verdict"] == "wrong_answer" and result.returncode == 1
 
 
+@pytest.mark.sandbox
 def test_grading_changes_nothing_in_the_repository():
     def snapshot():
         return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in checkout_files({".venv", "__pycache__", ".pytest_cache", ".ruff_cache"}) if p.is_file()}
@@ -185,16 +201,19 @@ def test_a_fault_of_the_grader_is_grader_error_with_exit_2(monkeypatch, capsys):
     assert report["verdict"] == Verdict.GRADER_ERROR and "not the submission's fault" in report["message"]
 
 
+@pytest.mark.sandbox
 def test_help_names_the_exit_codes():
     result = run_grader("--help")
     assert result.returncode == 0 and "0 accepted, 1 any other verdict, 2 usage or grader error" in " ".join(result.stdout.split())
 
 
+@pytest.mark.sandbox
 def test_strict_isolation_refuses_without_bubblewrap():
     result = run_grader(str(CORRECT), "--isolation", "strict", env={"PATH": "/nonexistent"}, fresh=True)  # a process finds bwrap once
     assert result.returncode == 2 and "--isolation strict needs bubblewrap" in result.stderr
 
 
+@pytest.mark.sandbox
 def test_every_report_names_the_isolation_used():
     report, _ = grade_json(str(CORRECT), "--isolation", "process")
     assert report["isolation"].startswith("process")
@@ -202,6 +221,7 @@ def test_every_report_names_the_isolation_used():
     assert "isolation: process" in text
 
 
+@pytest.mark.sandbox
 def test_public_cases_can_be_saved_in_full_and_hidden_ones_never(tmp_path):
     result = run_grader("--save-public", str(tmp_path))
     assert result.returncode == 0
@@ -217,12 +237,14 @@ def test_public_cases_can_be_saved_in_full_and_hidden_ones_never(tmp_path):
     torch.testing.assert_close(case["expected_logits"], expected)
 
 
+@pytest.mark.sandbox
 def test_skipping_the_static_check_is_refused_without_a_real_sandbox():
     result = run_grader(str(SUBMISSIONS / "forbidden_api" / "plain_torch_softmax.py"), "--no-static-check", "--isolation", "process")
     assert result.returncode == 2 and "--no-static-check needs bubblewrap, uid or docker" in result.stderr
     assert result.stdout == ""
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("how", ["env", "flag"])
 def test_an_empty_seed_is_a_usage_error(how):
     args, env = (["--seed", ""], {}) if how == "flag" else ([], {"MLM_GRADER_SEED": ""})
@@ -231,6 +253,7 @@ def test_an_empty_seed_is_a_usage_error(how):
     assert ("--seed is empty" if how == "flag" else "MLM_GRADER_SEED is set but empty") in result.stderr
 
 
+@pytest.mark.sandbox
 def test_a_secret_seed_is_never_left_to_the_process_backend_silently():
     no_walls = {"PATH": "/nonexistent"}  # neither bwrap nor setpriv: auto would fall back to process
     # New processes: each works out once which sandbox its PATH offers.
@@ -249,6 +272,7 @@ def test_a_secret_seed_is_never_left_to_the_process_backend_silently():
     assert unseeded.returncode == 0 and json.loads(unseeded.stdout)["isolation"].startswith("process")
 
 
+@pytest.mark.sandbox
 def test_the_seed_is_gone_from_the_graders_environment_and_command_line_before_its_child_starts():
     env_seed, flag_seed = "env-secret-271828", "flag-secret-314159"
     grader = subprocess.Popen(
@@ -290,6 +314,7 @@ def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator
 """
 
 
+@pytest.mark.sandbox
 def test_a_lone_surrogate_or_a_terminal_overwrite_in_what_the_submission_says_keeps_its_verdict(tmp_path):
     path = tmp_path / "tricky.py"
     path.write_text(TRICKY_TEXT)
@@ -308,6 +333,7 @@ def test_a_lone_surrogate_or_a_terminal_overwrite_in_what_the_submission_says_ke
     assert json.loads((tmp_path / "report.json").read_text())["verdict"] == "runtime_error"
 
 
+@pytest.mark.sandbox
 def test_the_candidates_report_withholds_hidden_cases_and_the_staff_log_shows_them(tmp_path):
     from tests.test_formats import LEAKER, SEED, hidden_inputs
 
@@ -325,6 +351,7 @@ def test_the_candidates_report_withholds_hidden_cases_and_the_staff_log_shows_th
     assert not [inputs for inputs in hidden_inputs() if inputs in json.dumps(report)]
 
 
+@pytest.mark.sandbox
 def test_the_console_script_is_the_command_line_and_runs_from_any_folder(tmp_path):
     import tomllib
 

@@ -88,6 +88,7 @@ def test_a_spec_that_does_not_parse_is_a_grader_error_in_every_format(tmp_path, 
     assert (SET_UP in err) is (fmt != "text")  # a program reads the report: the person reads stderr
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_missing_reference_is_a_grader_error_in_every_format(monkeypatch, capsys, fmt):
     from grader import cases
@@ -124,6 +125,7 @@ def test_an_interrupt_ends_quietly(monkeypatch, capsys):
     assert err.endswith("grader: interrupted\n") and "Traceback" not in out + err
 
 
+@pytest.mark.sandbox
 def test_a_fault_in_the_middle_of_a_real_run_prints_a_report_and_no_traceback(tmp_path):
     # A limit of the wrong type passes the spec file's loading and fails the grader once the child runs.
     spec = tmp_path / "spec.toml"
@@ -140,6 +142,7 @@ def test_a_fault_in_the_middle_of_a_real_run_prints_a_report_and_no_traceback(tm
 NO_TORCH = "import sys; sys.stderr.write(\"ModuleNotFoundError: No module named 'torch'\\n\"); sys.exit(1)"
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("fmt", ["json", "gradescope"])
 def test_a_child_that_never_starts_is_a_grader_error_never_the_candidates(monkeypatch, capsys, fmt):
     from grader.sandbox import process
@@ -206,6 +209,7 @@ def checkout_without(tmp_path: Path, missing: str) -> Path:
     return copy
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("platform", ["gradescope", "prairielearn"])
 def test_the_platform_wrapper_reports_a_missing_reference_as_the_graders_fault(tmp_path, platform):
     import subprocess

@@ -51,6 +51,7 @@ def run_polled(measure, **popen) -> tuple[list[float], subprocess.Popen]:
     return readings, process
 
 
+@pytest.mark.sandbox
 def test_the_process_tree_counts_children_sessions_and_orphans():
     seen: dict = {}
     readings, _ = run_polled(lambda pid: process_tree_cpu_seconds(pid, seen))
@@ -62,6 +63,7 @@ def test_the_process_tree_of_a_missing_process_is_what_was_seen_before():
     assert process_tree_cpu_seconds(2**22 + 12345, {}) == 0.0
 
 
+@pytest.mark.sandbox
 def test_the_cgroup_counts_every_process_that_was_in_it():
     cgroup = Cgroup.create(load_spec().limits, "cpu-accounting-test")
     if cgroup is None:

@@ -131,6 +131,7 @@ def test_the_spec_holds_every_probe_the_diagnosis_reads():
     assert all(t.settings["visibility"] == "public" for t in SPEC.templates if t.family == diagnosis.PROBE_FAMILY)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("twin", MISTAKES, ids=lambda twin: twin.name)
 def test_each_twin_run_as_a_submission_is_named_and_localised(twin):
     cases, results, received = judged(twin)
@@ -148,6 +149,7 @@ def test_each_twin_run_as_a_submission_is_named_and_localised(twin):
     assert finding.sentences[-1] == CONCLUSIONS[finding.part] if finding.part else len(finding.sentences) == 1
 
 
+@pytest.mark.slow
 def test_every_probe_conclusion_fires_for_some_twin_and_some_file(wrong_findings):
     by_twins = set(TWIN_PARTS.values()) - {None}
     by_files = {part for finding, _, _ in wrong_findings.values() for part in finding.parts}
@@ -155,6 +157,7 @@ def test_every_probe_conclusion_fires_for_some_twin_and_some_file(wrong_findings
 
 
 # -- the corpus: exactly what each file declares ------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("path", WRONG, ids=lambda p: p.stem)
 def test_each_wrong_file_gets_exactly_its_declared_diagnosis(path, wrong_findings):
     finding, exam, _ = wrong_findings[path.stem]
@@ -309,6 +312,7 @@ def test_the_text_report_shows_the_diagnosis_right_under_the_verdict():
     assert lines[lines.index("            Second.") + 1] == ""
 
 
+@pytest.mark.sandbox
 def test_the_command_line_reports_the_diagnosis_and_an_exam_spec_names_no_mistake(tmp_path):
     wrong = str(SUBMISSIONS / "wrong_answer" / "no_score_scaling.py")
     report, status = grade_json(wrong)
@@ -323,6 +327,7 @@ def test_the_command_line_reports_the_diagnosis_and_an_exam_spec_names_no_mistak
     assert "Your logits match" not in result.stdout and "sqrt(d_head)" in result.stdout
 
 
+@pytest.mark.sandbox
 def test_a_correct_file_gets_an_empty_diagnosis_in_json():
     report, status = grade_json(str(SUBMISSIONS / "accepted" / "plain_helpers.py"))
     assert status == 0 and report["diagnosis"] == []

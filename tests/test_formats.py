@@ -186,6 +186,7 @@ def report_of(name: str) -> dict:
     return json.loads(rendered(name, "json"))
 
 
+@pytest.mark.sandbox
 def test_the_command_line_writes_the_format_and_logs_the_table():
     text, run = graded("wrong", "gradescope")
     results = json.loads(text)
@@ -198,6 +199,7 @@ def test_the_command_line_writes_the_format_and_logs_the_table():
     assert results == alike
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("name", FILES)
 def test_gradescope_results_follow_the_specification_and_add_up(name):
     results = json.loads(rendered(name, "gradescope"))
@@ -224,6 +226,7 @@ def test_gradescope_results_follow_the_specification_and_add_up(name):
             assert test["output"] == case["output"]
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("name", FILES)
 def test_prairielearn_results_follow_the_specification_and_add_up(name):
     results = json.loads(rendered(name, "prairielearn"))
@@ -247,6 +250,7 @@ def check_junit_structure(element: ET.Element) -> None:
         check_junit_structure(child)
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("name", FILES)
 def test_junit_parses_back_with_one_testcase_per_case(name):
     suite = ET.fromstring(rendered(name, "junit").encode())
@@ -276,6 +280,7 @@ def test_junit_parses_back_with_one_testcase_per_case(name):
     assert not [f for f in suite.iter("failure") for sentence in report["diagnosis"] if sentence in (f.text or "")]
 
 
+@pytest.mark.sandbox
 def test_the_json_format_is_the_json_flag_and_carries_warnings():
     text, _ = graded("compile_error", "json")
     flag = run_grader(str(FILES["compile_error"]), "--json", env={"MLM_GRADER_SEED": SEED})
@@ -285,6 +290,7 @@ def test_the_json_format_is_the_json_flag_and_carries_warnings():
     assert both.returncode == 2 and "--json means --format json" in both.stderr and both.stdout == ""
 
 
+@pytest.mark.sandbox
 def test_the_fixed_local_seed_is_said_in_every_machine_readable_format_and_once_on_stderr():
     for fmt in ("json", "junit", "gradescope", "prairielearn"):
         result = run_without_seed(str(FILES["compile_error"]), "--format", fmt, "--allow-default-seed")
@@ -300,6 +306,7 @@ def test_the_fixed_local_seed_is_said_in_every_machine_readable_format_and_once_
     assert "fixed local seed" not in secret.stdout + secret.stderr
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("fmt", ["gradescope", "prairielearn"])
 def test_platform_formats_refuse_the_fixed_local_seed_unless_allowed(fmt, tmp_path):
     out = tmp_path / "results.json"
@@ -308,6 +315,7 @@ def test_platform_formats_refuse_the_fixed_local_seed_unless_allowed(fmt, tmp_pa
     assert "needs a secret seed" in result.stderr and "--allow-default-seed" in result.stderr and "MLM_GRADER_SEED" in result.stderr
 
 
+@pytest.mark.sandbox
 def test_per_case_scoring_with_family_weights_on_a_real_report(tmp_path):
     text = (ROOT / "problem" / "mlm-forward-tied" / "problem.toml").read_text()
     text = text.replace('mode = "all_or_nothing"', 'mode = "per_case"').replace("[scoring.weights]\n", "[scoring.weights]\nedge_shapes = 3\n")
@@ -325,12 +333,14 @@ def test_per_case_scoring_with_family_weights_on_a_real_report(tmp_path):
     assert {t["visibility"] for t in results["tests"]} == {"visible", "hidden"}
 
 
+@pytest.mark.sandbox
 def test_compile_errors_can_count_as_attempts_on_prairielearn():
     results = json.loads(graded("compile_error", "prairielearn", "--gradable-compile-errors")[0])
     jsonschema.validate(results, PRAIRIELEARN_SCHEMA)
     assert results["gradable"] is True and results["score"] == 0.0 and "format_errors" not in results
 
 
+@pytest.mark.sandbox
 def test_output_file_problems_are_usage_errors(tmp_path):
     result = run_grader(str(FILES["compile_error"]), "--format", "junit", "--output", str(tmp_path / "no" / "such" / "dir.xml"))
     assert result.returncode == 2 and "cannot write the report to" in result.stderr
@@ -436,6 +446,7 @@ def test_the_visible_output_names_a_public_failure_and_a_hidden_one_visible_at_o
     assert hidden_decides().message in to_gradescope(hidden_decides(), Scoring(), 10, "visible")["output"]  # its test is shown at once too
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("name", FILES)
 def test_no_real_report_names_its_deciding_hidden_case_in_the_visible_output(name):
     report = reports()[name]
@@ -607,6 +618,7 @@ def hidden_inputs() -> list[str]:
     return [text for text in spelled if len(text) > 12]
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_what_the_submission_raised_or_printed_during_a_hidden_case_is_withheld_from_the_candidate(fmt):
     report = leaker_report()
@@ -626,6 +638,7 @@ def test_what_the_submission_raised_or_printed_during_a_hidden_case_is_withheld_
         assert f"PRINTED call {len(publics)} LEAK" in shown
 
 
+@pytest.mark.sandbox
 def test_staff_see_what_was_withheld_where_they_look():
     report, spec = leaker_report(), load_spec()
     staff = json.loads(render(report, "json", spec, Options(staff=True)))
@@ -651,6 +664,7 @@ def every_report() -> dict[str, Report]:
     return {**reports(), "leaker": leaker_report(), "nasty": nasty_report()}
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("mode", ["all_or_nothing", "per_case"])
 @pytest.mark.parametrize("points", [100.0, 10.0, 7.5])
 def test_the_gradebooks_points_are_the_gradescope_score(mode, points):
@@ -672,6 +686,7 @@ def test_the_gradebooks_points_are_the_gradescope_score(mode, points):
     assert any(0 < total < points for total in totals) is (mode == "per_case")  # partial credit only where the spec gives it
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_report_read_back_from_a_results_line_renders_the_same_bytes(fmt):
     from grader.formats.json import from_json, to_json

@@ -108,6 +108,7 @@ def my_softmax(s):
     return e / e.sum(-1, keepdim=True)
 
 
+@pytest.mark.slow
 def test_honest_operations_and_their_backward_pass():
     g = guard()
     w = torch.randn(4, 4, requires_grad=True)
@@ -207,6 +208,7 @@ def armed(code: str) -> tuple[list[str], dict[str, str]]:
     return found, seen
 
 
+@pytest.mark.sandbox
 def test_armed_guard_lets_honest_work_through_and_walls_off_threads_at_the_kernel():
     found, seen = armed(
         """
@@ -234,6 +236,7 @@ def test_armed_guard_lets_honest_work_through_and_walls_off_threads_at_the_kerne
     assert seen["large product"] == "ran"
 
 
+@pytest.mark.sandbox
 def test_a_tensor_set_on_a_storage_is_refused_at_the_kernel():
     # a storage the capability layer let through, resized under a tensor set on it, reads past its
     # end; Tensor.set_(storage) does not go through the function mode
@@ -249,6 +252,7 @@ def test_a_tensor_set_on_a_storage_is_refused_at_the_kernel():
     assert found and found[0] == "the operator aten.set_ onto a storage"
 
 
+@pytest.mark.sandbox
 def test_operators_reaching_memory_through_unchecked_pointers_or_indices_are_refused_at_the_kernel_whatever_the_problem():
     # a packed weight is a uint8 tensor whose bytes are a C++ pointer: written, then freed, it
     # decrements any word in memory; the capability layer forbids torch.fbgemm_*, the guard is the second wall
@@ -279,6 +283,7 @@ def test_operators_reaching_memory_through_unchecked_pointers_or_indices_are_ref
     ]
 
 
+@pytest.mark.sandbox
 def test_torchs_lazy_kernel_registrations_elsewhere_are_not_tampering():
     # the first torch.vmap registers functorch's batching kernels, nll_loss_backward's among them,
     # whose CPU kernel the guard refuses: only the keys the guard overrides are compared
@@ -286,12 +291,14 @@ def test_torchs_lazy_kernel_registrations_elsewhere_are_not_tampering():
     assert seen["vmap"] == "ran" and found == []
 
 
+@pytest.mark.sandbox
 def test_a_thread_is_refused_and_recorded():
     found, seen = armed('attempt("thread", lambda: threading.Thread(target=lambda: torch.softmax(x, -1)).start())')
     assert seen["thread"].startswith("ForbiddenAPIError")
     assert found and found[0].startswith("a thread")
 
 
+@pytest.mark.sandbox
 def test_forbidden_operators_are_refused_with_the_modes_off():
     found, seen = armed(
         """
@@ -307,6 +314,7 @@ def test_forbidden_operators_are_refused_with_the_modes_off():
         assert any(f.startswith("the operator aten.") and f.endswith(name) for f in found), found
 
 
+@pytest.mark.sandbox
 def test_the_kernels_refuse_forbidden_operators_by_any_route():
     found, seen = armed(
         """
@@ -332,6 +340,7 @@ def test_the_kernels_refuse_forbidden_operators_by_any_route():
         assert any(f.startswith(f"the operator {operator}") for f in found), (operator, found)
 
 
+@pytest.mark.sandbox
 def test_torchs_python_implementations_of_forbidden_functions_are_recorded_and_refused_by_whatever_route():
     # the profile function records the entry; the function mode refuses the first torch function
     # the implementation calls, so that it ends at once. Other Python code of torch's runs: the
@@ -352,6 +361,7 @@ def test_torchs_python_implementations_of_forbidden_functions_are_recorded_and_r
     assert seen["honest after"] == "ran"  # the refusal ends with the implementation
 
 
+@pytest.mark.sandbox
 def test_a_decomposition_run_while_the_modes_are_off_is_recorded():
     found, seen = armed(
         """
@@ -384,12 +394,14 @@ def test_a_decomposition_run_while_the_modes_are_off_is_recorded():
         ("import gc; attempt('gc', gc.get_objects)", "gc.get_objects"),
     ],
 )
+@pytest.mark.sandbox
 def test_tampering_shows_in_the_record(attack, shows):
     found, _ = armed(f"attempt('softmax', lambda: torch.softmax(x, -1))\n{attack}\n")
     assert "the function torch.softmax" in found
     assert any(shows in f for f in found), found
 
 
+@pytest.mark.sandbox
 def test_a_change_that_lasts_shows_in_the_last_full_read():
     # after a case the runner reads without the whole check, except every FULL_CHECK_EVERY-th
     # read; its last read, after the last case, is full; the stacks are checked on every read
@@ -404,6 +416,7 @@ def test_a_change_that_lasts_shows_in_the_last_full_read():
     assert any("no longer alone on the torch function mode stack" in f for f in json.loads(seen["after a case"]))
 
 
+@pytest.mark.sandbox
 def test_a_replaced_kernel_shows_in_a_periodic_read_before_the_last():
     # the periodic full reads check the refusing kernels a slice at a time, in turn: every kernel,
     # whichever slice it is in, is checked within FULL_CHECK_EVERY * KERNEL_SLICES reads
@@ -425,6 +438,7 @@ def test_a_replaced_kernel_shows_in_a_periodic_read_before_the_last():
         assert any(f"the kernels of {found[0].split('the kernels of ')[1].split(' ')[0]}" in f for f in found), found
 
 
+@pytest.mark.sandbox
 def test_a_finding_is_reported_again_in_every_later_read():
     # each read is a case: a route used in every case is reported in every case
     found, seen = armed(
@@ -438,6 +452,7 @@ def test_a_finding_is_reported_again_in_every_later_read():
     assert found == ["the function torch.softmax", "the function torch.softmax"]
 
 
+@pytest.mark.sandbox
 def test_the_first_call_after_arming_is_fast():
     # arming warms up what a case does, and neither arming nor a case imports torch._dynamo or
     # sympy (a dispatch mode imports the first, autograd.grad with grad_outputs the second: seconds)
@@ -466,6 +481,7 @@ def test_vector_jacobian_equals_autograd_with_grad_outputs_bitwise():
         vector_jacobian(out[:1], [w], grad_output)
 
 
+@pytest.mark.sandbox
 def test_a_subclass_dispatch_handler_runs_only_under_the_kernels_and_the_profile_function():
     # the function mode refuses a subclass with its own __torch_dispatch__ among the arguments; a
     # submission that turns the mode off reaches its handler, where torch keeps the mode off: what

@@ -7,6 +7,7 @@ import dataclasses
 import re
 import xml.etree.ElementTree as ET
 
+import pytest
 import torch
 
 from grader.cases import make_cases
@@ -107,6 +108,7 @@ def test_a_hidden_cases_time_is_shown_to_staff_only_in_every_format():
         assert ("1250ms" in text) == staff and "543ms" in text
 
 
+@pytest.mark.sandbox
 def test_a_wrong_file_learns_nothing_from_hidden_cases_but_everything_from_public_ones():
     report, _ = grade_json(str(SUBMISSIONS / "wrong_answer" / "causal_mask.py"))
     hidden = [c for c in report["cases"] if c["visibility"] == "hidden" and c["check"] in ("values", "gradient")]

@@ -116,6 +116,7 @@ def graded_with_every_wall(tmp_path_factory: pytest.TempPathFactory) -> dict[str
     return shared_once(tmp_path_factory, "hostile-every-wall", grade_all)
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("path", HOSTILE, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_with_every_wall_on_a_hostile_file_is_refused_before_its_attack_runs(path, graded_with_every_wall):
     report = graded_with_every_wall[f"{path.parent.name}/{path.stem}"]
@@ -140,6 +141,7 @@ def grade_walls_alone(tmp_path_factory) -> Callable[[Path, bool, bool], dict]:
     return grade
 
 
+@pytest.mark.sandbox
 @pytest.mark.skipif(not bubblewrap_works(), reason="skipping the static check needs bubblewrap (CI installs it)")
 @pytest.mark.parametrize("path", FRESH, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_hostile_file_is_rejected_by_the_walls_alone_and_leaves_no_trace(path, tmp_path, loopback_service, grade_walls_alone):

@@ -149,6 +149,7 @@ print(json.dumps(report))
 """
 
 
+@pytest.mark.sandbox
 @needs_bubblewrap
 def test_inside_bubblewrap_only_the_sized_tmp_and_dev_shm_take_writes(tmp_path):
     tries = bubblewrap.TMPFS_MIB + 24  # more than any writable place may hold
@@ -189,6 +190,7 @@ print(json.dumps({"tried": tried, "tmp": sorted(os.listdir("/tmp")), "top": sort
 """
 
 
+@pytest.mark.sandbox
 @needs_bubblewrap
 def test_an_installation_under_tmp_is_a_read_only_mount_point_the_child_cannot_move_or_write_in(tmp_path, monkeypatch):
     # As a checkout and its .venv under /tmp: the child's private /tmp would cover them, and a child
@@ -312,6 +314,7 @@ print(json.dumps(report))
 """
 
 
+@pytest.mark.sandbox
 @pytest.mark.skipif(not bubblewrap.bubblewrap_works() or filters.seccomp_program() is None, reason="needs bubblewrap and libseccomp")
 def test_seccomp_allows_only_unix_sockets_and_refuses_ptrace_and_escape_calls_inside_the_sandbox(tmp_path):
     report = json.loads(run_in_sandbox(tmp_path, SOCKET_PROBE, seccomp=True))
@@ -340,6 +343,7 @@ def test_a_nested_user_namespace_is_refused_even_without_seccomp_where_the_grade
     assert run_in_sandbox(tmp_path, code).split()[0] == "-1"
 
 
+@pytest.mark.sandbox
 def test_describe_says_what_the_walls_are():
     text = backend_named("bubblewrap").describe(None, LIMITS)
     assert f"private {bubblewrap.TMPFS_MIB} MiB /tmp and {bubblewrap.SHM_MIB} MiB /dev/shm" in text and "read-only root" in text
@@ -406,6 +410,7 @@ def scratch_runner(monkeypatch, tmp_path):
         os.close(uid_backend._runner_lock)
 
 
+@pytest.mark.sandbox
 @needs_root
 def test_the_kill_reaches_every_process_of_the_runner_user_and_nothing_else(scratch_runner):
     uid = scratch_runner
@@ -437,6 +442,7 @@ def test_the_kill_reaches_every_process_of_the_runner_user_and_nothing_else(scra
             process.wait()
 
 
+@pytest.mark.sandbox
 def test_the_runner_user_is_held_by_one_grader_at_a_time(scratch_runner, tmp_path):
     uid_backend.hold_runner_user(scratch_runner)
     lock = tmp_path / f"mlm-grader-runner-{scratch_runner}.lock"
@@ -475,6 +481,7 @@ def test_grading_under_the_uid_backend_leaves_other_users_processes_alone():
 # Box uids: a root grader's children each run as one of their own.
 
 
+@pytest.mark.sandbox
 @needs_root
 def test_a_box_uid_is_held_by_one_child_at_a_time_and_never_one_in_use():
     first, second = boxes.take_box_uid(), boxes.take_box_uid()
@@ -533,6 +540,7 @@ print(open("/proc/self/environ", "rb").read().hex(), open("/proc/self/cmdline", 
 """
 
 
+@pytest.mark.sandbox
 def test_the_secret_is_scrubbed_from_proc_environ_and_cmdline():
     secret = "scrub-me-5550123"
     result = subprocess.run(
@@ -563,6 +571,7 @@ def host_uids(report: dict) -> set[int]:
     return {parent + uid - inside for uid in report["uids"] for inside, parent, count in report["uid_map"] if inside <= uid < inside + count}
 
 
+@pytest.mark.sandbox
 @needs_bubblewrap
 def test_inside_bubblewrap_nothing_of_the_kernel_or_of_other_processes_takes_writes(tmp_path):
     # The probe opens for writing every file of /proc, /sys and /dev with a write bit and writes
@@ -589,6 +598,7 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+@pytest.mark.sandbox
 @needs_bubblewrap
 def test_seen_from_the_host_the_sandboxed_python_has_an_unprivileged_uid_and_no_capabilities(tmp_path):
     code = "import sys; print('up', flush=True); sys.stdin.read()"

@@ -84,12 +84,14 @@ def check(kit: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "check.py", *args], cwd=kit, env=ENV, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.sandbox
 def test_the_kit_stays_small(kit: Path) -> None:
     """Every public case is shipped in full; they must stay cheap to download."""
     size = sum(path.stat().st_size for path in kit.rglob("*") if path.is_file())
     assert size < 2 * 1024 * 1024, size
 
 
+@pytest.mark.sandbox
 def test_the_kit_holds_only_allowed_files(kit: Path) -> None:
     files = kit_files(kit)
     assert set(files) <= ALLOWED, f"not allowed in the kit: {sorted(set(files) - ALLOWED)}"
@@ -97,6 +99,7 @@ def test_the_kit_holds_only_allowed_files(kit: Path) -> None:
     assert not any(name.startswith("reference") for name in files)
 
 
+@pytest.mark.sandbox
 def test_no_file_mentions_the_hidden_seed_or_a_hidden_case(kit: Path) -> None:
     secrets = [SPEC.default_hidden_seed, *HIDDEN]
     assert "edge_no_blocks" in HIDDEN and "large_magnitude_1" in HIDDEN  # the list is the real one
@@ -109,6 +112,7 @@ def test_no_file_mentions_the_hidden_seed_or_a_hidden_case(kit: Path) -> None:
     assert spec["seeds"]["default_hidden"] == spec["seeds"]["public"] == SPEC.public_seed
 
 
+@pytest.mark.sandbox
 def test_the_grader_modules_are_the_graders_own(kit: Path) -> None:
     """Copied byte for byte, so the kit's policy, guard, comparison and messages cannot drift."""
     for name in GRADER_MODULES:
@@ -118,6 +122,7 @@ def test_the_grader_modules_are_the_graders_own(kit: Path) -> None:
     assert (kit / "README.md").read_bytes() == (ROOT / "problem" / "mlm-forward-tied" / "README.md").read_bytes()
 
 
+@pytest.mark.sandbox
 def test_the_public_cases_are_the_graders_in_full(kit: Path) -> None:
     """Inputs, upstream gradient, expected logits and gradients, loadable without running code."""
     for case in make_cases(SPEC, SPEC.public_seed, public_only=True):
@@ -179,6 +184,7 @@ def probe_forward(folder: Path) -> dict:
     return json.loads(run.stdout.splitlines()[-1])
 
 
+@pytest.mark.sandbox
 def test_no_module_in_the_kit_computes_the_answer(kit: Path, tmp_path: Path) -> None:
     planted = tmp_path / TOP  # the same probe must find a forward pass where there is one
     shutil.copytree(kit, planted)
@@ -192,6 +198,7 @@ def test_no_module_in_the_kit_computes_the_answer(kit: Path, tmp_path: Path) -> 
     assert control["working"] == ["planted.py:mlm_forward_tied"]
 
 
+@pytest.mark.sandbox
 def test_usage_errors_exit_2(kit: Path, tmp_path: Path) -> None:
     for args in ([], [str(tmp_path / "missing.py")], [str(tmp_path)], ["a.py", "b.py"]):
         run = check(kit, *args)
@@ -204,6 +211,7 @@ def test_usage_errors_exit_2(kit: Path, tmp_path: Path) -> None:
     assert run.returncode == 2 and "unzip the kit again" in run.stderr and "Traceback" not in run.stderr, run.stderr
 
 
+@pytest.mark.sandbox
 def test_the_statement_speaks_to_a_kit_holder(kit: Path) -> None:
     statement = " ".join((kit / "README.md").read_text().split())  # lines wrapped anywhere
     assert "python check.py solution.py" in statement
@@ -218,6 +226,7 @@ def rows(text: str) -> dict[str, str]:
     return {line.split()[0]: line for line in text.splitlines() if line.split()[:1] and line.split()[0] in PUBLIC}
 
 
+@pytest.mark.sandbox
 def test_check_agrees_with_the_grader_on_the_public_cases(kit: Path, tmp_path: Path) -> None:
     """check.py accepts correct files (exit 0, the closing line, never 'accepted') and gives the
     grader's `--public` verdict, per-case results, messages and hints for wrong ones."""
@@ -312,6 +321,7 @@ def check_as_on_macos(kit: Path, submission: Path) -> subprocess.CompletedProces
     return subprocess.run(command, cwd=kit, env=ENV, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.sandbox
 def test_the_kit_runs_as_on_macos_with_a_plain_process_and_says_so(kit: Path) -> None:
     files = [SUBMISSIONS / "accepted" / "prints_without_flush.py", SUBMISSIONS / "runtime_error" / "raises_in_call.py"]
     with ThreadPoolExecutor(2) as threads:
@@ -338,6 +348,7 @@ def test_the_kit_runs_as_on_macos_with_a_plain_process_and_says_so(kit: Path) ->
         ("runtime_error/raises_in_call.py", "runtime_error", "IndexError"),
     ],
 )
+@pytest.mark.sandbox
 def test_the_plain_child_is_timed_out_and_its_exit_read_without_linux(name: str, verdict: str, said: str, tmp_path: Path) -> None:
     """The plain backend's own ending (os.wait4, not waitid; no /proc, no cgroup), on this machine."""
     from grader import judge
@@ -349,6 +360,7 @@ def test_the_plain_child_is_timed_out_and_its_exit_read_without_linux(name: str,
     assert report.isolation.startswith("plain process on ")
 
 
+@pytest.mark.sandbox
 def test_a_plain_child_that_ends_is_reaped_with_its_status_and_cpu_time(tmp_path: Path) -> None:
     import signal
     import time

@@ -73,6 +73,7 @@ def graded(path: Path) -> list[tuple[str, str, float]]:
     return [(line["id"], line["verdict"], line["score"]) for line in map(json.loads, path.read_text().splitlines())]
 
 
+@pytest.mark.sandbox
 def test_the_shard_commands_merged_grade_every_submission_once_like_one_batch(tmp_path):
     folder = tmp_path / "submissions"
     folder.mkdir()

@@ -16,6 +16,8 @@ from grader.batch.stop import Stop
 from tests.grading import run_grader
 from tests.test_batch import lines_of, run_in_process, syntax_errors
 
+pytestmark = pytest.mark.sandbox
+
 SHARDS = 3
 
 

@@ -42,6 +42,7 @@ def table_row(text: str, name: str) -> list[str]:
 BUFFERED = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}  # as in the child, whose environment is cleared
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("way_out", ["os._exit(3)", "os.abort()", "sys.exit(4)", "raise ValueError('boom')"])
 def test_the_childs_output_reaches_the_pipe_whatever_way_it_ends(way_out):
     """The child's streams are unbuffered from its first line: a print without flush is kept even when
@@ -51,6 +52,7 @@ def test_the_childs_output_reaches_the_pipe_whatever_way_it_ends(way_out):
     assert ended.returncode != 0 and ended.stdout == "kept before the end\n", ended.stderr
 
 
+@pytest.mark.sandbox
 def test_without_unbuffered_output_a_print_before_os_exit_is_lost():
     """The control of the test above: Python's own buffered stdout loses it, so that test can fail."""
     ended = subprocess.run([sys.executable, "-c", "import os\nprint('lost')\nos._exit(3)\n"], capture_output=True, text=True, timeout=60, env=BUFFERED)
@@ -64,6 +66,7 @@ FAILING_AFTER_PRINT = {
 }  # fmt: skip
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("name", FAILING_AFTER_PRINT)
 def test_what_a_failing_submission_printed_without_flush_is_shown_under_a_heading(name, tmp_path):
     source, label, printed = FAILING_AFTER_PRINT[name]
@@ -149,6 +152,7 @@ def test_a_label_begun_in_a_public_case_and_ended_in_a_hidden_one_is_withheld():
     assert attack.text() == "public\n[case secret7, forward call]\nhidden print\n"  # staff see it all
 
 
+@pytest.mark.sandbox
 def test_forward_and_gradient_prints_are_labelled_with_their_case_and_call(tmp_path):
     """The gradient call is the one whose w_emb requires grad: each line must sit under its own label."""
     path = tmp_path / "prints_requires_grad.py"
@@ -166,6 +170,7 @@ def test_forward_and_gradient_prints_are_labelled_with_their_case_and_call(tmp_p
     assert report["stdout"] == expected and report["stderr"] == ""
 
 
+@pytest.mark.sandbox
 def test_a_silent_submission_shows_no_output_at_all():
     report, status = grade_json(str(CORRECT))  # the hidden cases too: their labels are no output
     assert status == 0 and report["stdout"] == report["stderr"] == "" and "staff_only" not in report
@@ -174,6 +179,7 @@ def test_a_silent_submission_shows_no_output_at_all():
 # --- 2. the end of a public run -----------------------------------------------------------------
 
 
+@pytest.mark.sandbox
 def test_a_public_run_that_passes_ends_with_the_public_cases_not_a_verdict():
     result = run_grader(str(SUBMISSIONS / "accepted" / "prints_without_flush.py"), "--public")
     assert result.returncode == 0, result.stdout + result.stderr  # the exit status of --public is unchanged
@@ -272,6 +278,7 @@ def test_hidden_cases_are_grouped_by_what_the_candidate_reads_never_by_their_wit
     assert "case h1 (hidden): ValueError: 1" in staff and "case h2 (hidden): ValueError: 2" in staff
 
 
+@pytest.mark.sandbox
 def test_a_file_that_raises_in_every_case_shows_its_traceback_once():
     result = run_grader(str(SUBMISSIONS / "runtime_error" / "raises_in_call.py"), "--public")
     assert result.returncode == 1 and result.stdout.count("IndexError: tensors used as indices") == 1, result.stdout
@@ -339,6 +346,7 @@ def test_no_test_reads_problem_solution_py():
     assert "problem/solution.py" in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["ruff"]["extend-exclude"]
 
 
+@pytest.mark.sandbox
 def test_cases_and_dist_are_ignored_by_git():
     ignored = subprocess.run(["git", "check-ignore", "cases/x.pt", "dist/kit.zip"], cwd=ROOT, capture_output=True, text=True)
     assert ignored.stdout.split() == ["cases/x.pt", "dist/kit.zip"], ignored.stderr

@@ -118,6 +118,7 @@ def test_the_list_is_the_same_on_every_run():
     assert mutants(MLM_SOURCE) == MLM_MUTANTS
 
 
+@pytest.mark.sandbox
 def test_the_ids_are_the_same_in_another_process_with_another_hash_seed():
     """mutants.toml outlives the process: no id may depend on Python's per-process string hashing."""
     script = "import sys; from grader.mutation import mutants; print(' '.join(m.id for m in mutants(sys.stdin.read())))"

@@ -55,6 +55,7 @@ def test_the_fixture_has_an_expectation_for_each_of_its_submissions():
     assert found == {name: verdict for name, (verdict, _) in EXPECTED.items()}
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_each_fixture_submission_gets_its_verdict_and_message(fixture_batch, name):
     line = next(line for line in fixture_batch["lines"] if line["id"] == Path(name).stem)
@@ -64,6 +65,7 @@ def test_each_fixture_submission_gets_its_verdict_and_message(fixture_batch, nam
     assert line["spec_sha256"] == SPEC.digest
 
 
+@pytest.mark.sandbox
 def test_a_batch_never_appends_another_problems_results(fixture_batch, tmp_path):
     out = tmp_path / "results.jsonl"
     out.write_text("".join(json.dumps(line) + "\n" for line in fixture_batch["lines"]))
@@ -72,6 +74,7 @@ def test_a_batch_never_appends_another_problems_results(fixture_batch, tmp_path)
     assert f"holds results of the problem {SPEC.id}, not {DEFAULT_PROBLEM}" in done.stderr and "another --out" in done.stderr
 
 
+@pytest.mark.sandbox
 def test_problems_lists_every_installed_challenge_and_marks_the_default():
     done = run_grader("problems")
     assert done.returncode == 0, done.stderr
@@ -80,6 +83,7 @@ def test_problems_lists_every_installed_challenge_and_marks_the_default():
     assert {"mlm-forward-tied", "layernorm-backward"} <= set(problem_ids())
 
 
+@pytest.mark.sandbox
 def test_an_unknown_problem_is_a_usage_error_naming_the_known_ones(tmp_path):
     for args in (
         ["--problem", "nope", str(FIXTURE / "submissions" / "accepted" / "correct.py")],
@@ -181,6 +185,7 @@ def test_without_a_gradient_check_autograd_may_be_forbidden_by_name():
     assert {"requires_grad_", "grad", "backward"} <= set(spec.policy["forbidden_functions"])
 
 
+@pytest.mark.sandbox
 def test_the_guards_warm_up_works_whatever_a_package_forbids(tmp_path):
     """The warm-up computes tanh, exp, var and sqrt before any submission code runs; forbidding them
     the submission must not refuse the guard itself."""

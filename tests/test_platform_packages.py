@@ -60,6 +60,7 @@ def run_autograder(root: Path) -> tuple[dict, subprocess.CompletedProcess]:
     return json.loads((root / "results" / "results.json").read_text()), run
 
 
+@pytest.mark.sandbox
 def test_the_zip_holds_what_gradescope_runs_and_the_secret_seed(tmp_path):
     built, archive = build_zip(tmp_path, options="--points 10 --hidden-visibility after_due_date")
     assert built.returncode == 0, built.stderr
@@ -84,6 +85,7 @@ def test_the_zip_holds_what_gradescope_runs_and_the_secret_seed(tmp_path):
     assert again.returncode == 0 and second.read_bytes() == archive.read_bytes()  # the same inputs, the same zip
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("seed, why", [(None, "a secret seed is needed"), ("", "holds no secret seed"), ("local-default", "holds no secret seed")])
 def test_the_zip_is_refused_without_a_secret_seed(tmp_path, seed, why):
     built, archive = build_zip(tmp_path, seed=seed)
@@ -92,6 +94,7 @@ def test_the_zip_is_refused_without_a_secret_seed(tmp_path, seed, why):
     assert allowed.returncode == 0 and "secret_seed" not in zipfile.ZipFile(archive).namelist()
 
 
+@pytest.mark.sandbox
 def test_make_gradescope_builds_dist_zip_from_seed_file():
     dry = subprocess.run(["make", "-n", "gradescope", "SEED_FILE=/path/to/seed", "GRADER_OPTIONS=--points 5"], cwd=ROOT, capture_output=True, text=True)
     assert dry.returncode == 0, dry.stderr
@@ -116,6 +119,7 @@ def archive():
     ],
     ids=["correct", "wrong"],
 )
+@pytest.mark.sandbox
 def test_run_autograder_grades_the_submission_into_results_json(tmp_path, archive, files, score, verdict):
     root = autograder_tree(tmp_path, archive, files)
     results, run = run_autograder(root)
@@ -133,6 +137,7 @@ def test_run_autograder_grades_the_submission_into_results_json(tmp_path, archiv
     [({}, "No Python file was submitted"), ({"a.py": "x = 1\n", "b.py": "y = 2\n"}, "Several Python files were submitted (a.py, b.py)")],
     ids=["none", "two"],
 )
+@pytest.mark.sandbox
 def test_run_autograder_asks_for_one_file(tmp_path, archive, files, says):
     results, _ = run_autograder(autograder_tree(tmp_path, archive, files))
     jsonschema.validate(results, GRADESCOPE_SCHEMA)
@@ -140,6 +145,7 @@ def test_run_autograder_asks_for_one_file(tmp_path, archive, files, says):
     assert [t["visibility"] for t in results["tests"]] == ["visible"] and says in results["tests"][0]["output"]
 
 
+@pytest.mark.sandbox
 def test_run_autograder_without_a_seed_scores_nothing_and_tells_staff_why(tmp_path, archive):
     root = autograder_tree(tmp_path, archive, {"solution.py": CORRECT.read_text()})
     (root / "source" / "secret_seed").unlink()
@@ -208,6 +214,7 @@ def grade_tree(folder: Path, text: str) -> Path:
     return folder / "grade"
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("submission, score, verdict", [(CORRECT, 1.0, "accepted"), (WRONG, 0.0, "wrong_answer")], ids=["correct", "wrong"])
 def test_prairielearn_run_grades_the_student_file_into_results_json(tmp_path, submission, score, verdict):
     results, run = run_prairielearn(grade_tree(tmp_path, submission.read_text()))
@@ -217,12 +224,14 @@ def test_prairielearn_run_grades_the_student_file_into_results_json(tmp_path, su
     assert len(results["tests"]) > 20 and "Verdict:" in run.stdout
 
 
+@pytest.mark.sandbox
 def test_prairielearn_run_without_a_seed_uses_no_attempt(tmp_path):
     results, run = run_prairielearn(grade_tree(tmp_path, CORRECT.read_text()), seed=None)
     jsonschema.validate(results, PRAIRIELEARN_SCHEMA)
     assert results["gradable"] is False and results["verdict"] == "grader_error" and "needs a secret seed" in run.stdout
 
 
+@pytest.mark.sandbox
 def test_prairielearn_run_passes_its_arguments_to_the_grader(tmp_path):
     compile_error = (SUBMISSIONS / "compile_error" / "syntax_error.py").read_text()
     results, _ = run_prairielearn(grade_tree(tmp_path, compile_error), "--allow-default-seed", "--gradable-compile-errors", "--points", "5", seed=None)
@@ -239,6 +248,7 @@ def test_the_readmes_info_json_runs_this_entrypoint():
     assert options["image"] and 0 < options["timeout"] <= 600 and "MLM_GRADER_SEED" in options["environment"]
 
 
+@pytest.mark.sandbox
 def test_a_lone_surrogate_or_control_characters_in_an_exception_leave_a_gradable_runtime_error(tmp_path, archive):
     # A surrogate in the message once made the report unwritable: a grader_error, so the attempt was ungradable.
     from tests.test_cli import TRICKY_TEXT
@@ -273,6 +283,7 @@ def test_the_readmes_container_commands_are_the_container_tests_and_keep_the_wal
     assert "install -d -o" not in readme  # the host-side chown worked only as root on the host
 
 
+@pytest.mark.sandbox
 def test_trial_folders_live_outside_the_checkout_or_are_ignored():
     readme = (ROOT / "README.md").read_text()
     assert "$PWD/trial" not in readme and readme.count("${TMPDIR:-/tmp}/mlm-trial/") >= 4

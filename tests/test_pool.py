@@ -25,7 +25,7 @@ from grader.spec import load_spec
 from tests.grading import ATTACKS, SUBMISSIONS, checkout_digest, fast_spec, hostile_markers, listening_on_loopback
 from tests.test_isolation import host_sysctls, host_uids
 
-pytestmark = pytest.mark.skipif(zygote_problem("bubblewrap") is not None, reason=f"no warm pool here: {zygote_problem('bubblewrap')}")
+pytestmark = [pytest.mark.sandbox, pytest.mark.skipif(zygote_problem("bubblewrap") is not None, reason=f"no warm pool here: {zygote_problem('bubblewrap')}")]
 
 
 HONEST = SUBMISSIONS / "accepted" / "plain_helpers.py"

@@ -569,6 +569,7 @@ def spec_file(tmp_path: Path, **limits) -> str:
     return str(path)
 
 
+@pytest.mark.sandbox
 @needs_bubblewrap
 def test_a_child_that_stops_reading_is_ended_at_the_case_limit(tmp_path):
     path = SUBMISSIONS / "time_limit_exceeded" / "hostile_stop_reading_requests.py"
@@ -580,6 +581,7 @@ def test_a_child_that_stops_reading_is_ended_at_the_case_limit(tmp_path):
     assert time.monotonic() - started < 120
 
 
+@pytest.mark.sandbox
 @needs_bubblewrap
 def test_a_case_sent_ahead_has_its_whole_time_from_the_answer_before(tmp_path):
     # the second case's request goes out while the first is computed; its limit (3 s) counts from
@@ -628,6 +630,7 @@ def peak_rss_mib(*args: str) -> tuple[float, dict]:
 FLOOD_BOUND_MIB = 64
 
 
+@pytest.mark.sandbox
 @needs_bubblewrap
 def test_a_flooding_child_leaves_the_graders_memory_bounded():
     baseline, _ = peak_rss_mib(str(SUBMISSIONS / "wrong_answer" / "causal_mask.py"), "--unrestricted", "--public")

@@ -32,6 +32,7 @@ def kind(case) -> tuple:
     return case.family, case.dtype, shape["M"] == 0, shape["T"] == 1
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("name", COMMON_BUGS)
 def test_each_common_bug_fails_a_public_case(name: str, public_reports: dict[str, dict]) -> None:
     report = public_reports[name]
@@ -46,6 +47,7 @@ def public_reports() -> dict[str, dict]:
     return {name: to_json(report) for name, report in workers.map((name, SUBMISSIONS / name) for name in COMMON_BUGS)}
 
 
+@pytest.mark.slow
 def test_every_wrong_file_and_every_known_mistake_fails_a_public_case() -> None:
     """The corpus's wrong answers and the reference's wrong twins, run on the public cases alone."""
     passing = [p.stem for p in ordinary_files("wrong_answer") if in_process.report(in_process.entry_point(p), public_only=True).verdict == Verdict.ACCEPTED]

@@ -325,6 +325,7 @@ def test_a_long_generated_expression_is_rewritten_without_recursion():
     assert found == [] and namespace["y"].item() == 6 * sum(range(900))
 
 
+@pytest.mark.slow
 def test_nothing_forbidden_is_reachable_through_attributes_of_the_allowed_modules():
     """Walk what a submission can reach by attribute reads from the allowed modules, three deep,
     through the capability layer itself (every name of dir(), private and special ones too): no
@@ -480,6 +481,7 @@ def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator
 """
 
 
+@pytest.mark.sandbox
 def test_a_refusal_ends_the_run_whatever_the_file_catches(tmp_path):
     path = tmp_path / "solution.py"
     path.write_text(CATCHER)

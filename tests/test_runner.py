@@ -123,12 +123,14 @@ def test_inputs_are_copied_right_after_the_plain_call():
     assert torch.equal(sent["after_w_emb"], case.inputs["w_emb"])
 
 
+@pytest.mark.sandbox
 def test_what_is_printed_without_flush_is_kept_when_the_call_returns():
     report, status = grade_json(str(SUBMISSIONS / "accepted" / "prints_without_flush.py"), "--public")
     assert report["verdict"] == "accepted" and status == 0
     assert report["stdout"].count("selected ") == 2 * len(report["cases"])  # plain and gradient calls
 
 
+@pytest.mark.sandbox
 def test_what_is_printed_without_flush_is_kept_when_the_process_is_killed(tmp_path):
     report, _ = grade_json(str(SUBMISSIONS / "time_limit_exceeded" / "prints_then_spins.py"), "--public", "--spec", str(fast_spec(tmp_path)))
     assert report["verdict"] == "time_limit_exceeded"
@@ -233,6 +235,7 @@ def test_words_or_a_memory_error_the_submission_raises_set_no_memory_flag(call):
     assert _error_report(raised_by(call), "/nowhere/solution.py")["memory"] is False
 
 
+@pytest.mark.sandbox
 def test_the_pools_warm_up_leaves_no_lazy_import_to_a_childs_first_case():
     """torch imports hundreds of modules on the first use of some allowed functions (torch.addr
     under torch.vmap, torch.broadcast_shapes): seconds under the guard's profile function, which on

@@ -79,6 +79,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     return shared_once(tmp_path_factory, "submission-reports", grade_files)
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("path", FORBIDDEN, ids=name)
 def test_a_forbidden_route_is_named_in_the_message(path: Path, reports: dict[str, dict]):
     report = reports[name(path)]
@@ -87,6 +88,7 @@ def test_a_forbidden_route_is_named_in_the_message(path: Path, reports: dict[str
     assert named in report["message"] or any(named in case["output"] for case in report["cases"]), report["message"]
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("path", ACCEPTED, ids=name)
 def test_a_correct_file_passes_every_case_with_nothing_to_explain(path: Path, reports: dict[str, dict]):
     report = reports[name(path)]
@@ -95,6 +97,7 @@ def test_a_correct_file_passes_every_case_with_nothing_to_explain(path: Path, re
     assert report["diagnosis"] == [] and report["hints"] == [], report  # tests/test_diagnosis.py: what a wrong one is told
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("path", WRONG, ids=name)
 def test_a_wrong_file_is_told_which_case_failed_and_scores_below_one(path: Path, reports: dict[str, dict]):
     report = reports[name(path)]

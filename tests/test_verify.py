@@ -1,6 +1,10 @@
 """python -m grader verify: the author's gate, tried on the harness's fixture problem."""
 
+import pytest
+
 from tests.grading import ROOT, run_grader
+
+pytestmark = pytest.mark.sandbox
 
 FIXTURE = ROOT / "tests" / "fixture_problem" / "problem.toml"
 
