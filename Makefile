@@ -1,5 +1,7 @@
-# The two set-up commands: `make grade SUBMISSION=path/to/solution.py` and `make test`.
-# Both create .venv when it is missing and install the pinned dependencies into it.
+# The two commands of the README: `make grade SUBMISSION=path/to/solution.py` and `make test`.
+# Both create .venv when it is missing, install the pinned dependencies into it, and install the
+# sandbox's bubblewrap (or stop with one line that says what to install: the `sandbox` target).
+# Also: `make test-fast` (the pure layers, no sandbox) and `make docs` (the documentation site).
 
 PYTHON ?= python3
 VENV := .venv
@@ -51,6 +53,18 @@ verify: $(VENV)/.runtime-installed
 bench: $(VENV)/.runtime-installed
 	$(PY) bench/grade_time.py
 	$(PY) bench/tolerance_study.py
+
+# The documentation site (mkdocs, material theme) into build/site, strictly: a broken link or anchor,
+# or a page left out of mkdocs.yml's nav, fails the build. Not part of make test, which needs no docs
+# packages: tests/test_docs.py checks the links there. CI runs make docs (.ci/run).
+$(VENV)/.docs-installed: requirements-docs.txt
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed"'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-docs.txt
+	touch $@
+
+docs: $(VENV)/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir build/site
 
 container-test: $(VENV)/.dev-installed
 	$(PY) tests/container/check_container.py

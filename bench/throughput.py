@@ -285,7 +285,7 @@ def report(figures: dict[str, list], breakdown: list[list[dict[str, Any]]], case
     shown = [f"{n} {median(trips[n]) * 1000:.1f} ms / {median(per_case_floor[n]) * 1000:.1f} ms" for n in slowest]
     print("  slowest cases, a round trip beside the floor's calls:", ", ".join(shown))
 
-    print(f"\nfor the README (load average before {loads[0]}, after {loads[1]}):")
+    print(f"\nfor docs/performance.md (load average before {loads[0]}, after {loads[1]}):")
     print("| per file, 36 correct files | median seconds | x floor |")
     print("| --- | --- | --- |")
     print(f"| floor (the submission's calls, in-process) | {floor_per_file:.3f} | 1.00 |")

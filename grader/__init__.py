@@ -1,5 +1,6 @@
-"""Auto-grader for the tied-head MLM forward pass. Run it as `python -m grader SUBMISSION`, or
-`python -m grader batch PATH...` for many; from Python: `from grader import Grader, grade_source, grade_many`."""
+"""Auto-grader for PyTorch coding challenges, each a package (problem/<id>/ and reference/<module>/).
+Run it as `python -m grader SUBMISSION [--problem ID]`, or `python -m grader batch PATH...` for many;
+from Python: `from grader import Grader, grade_source, grade_many`."""
 
 __version__ = "0.1.0"
 

@@ -11,7 +11,7 @@ from torch import Tensor
 
 @dataclass(frozen=True)
 class Drawn:
-    """One case's arguments, as a problem package's generator draws them (README.md, "A challenge package")."""
+    """One case's arguments, as a problem package's generator draws them (docs/challenges.md, "A challenge package")."""
 
     args: dict[str, Any]  # every parameter by name, in any order: torch tensors and Python scalars
     shape: dict[str, int]  # what a report shows of the case's size ("N=2 T=4")

@@ -1,5 +1,5 @@
 """A challenge's contract, read from its package's problem/<id>/problem.toml into typed objects
-(README.md, "A challenge package"), with the harness's base policy (grader/base_policy.toml) merged in."""
+(docs/challenges.md, "A challenge package"), with the harness's base policy (grader/base_policy.toml) merged in."""
 
 import argparse
 import dataclasses

@@ -86,7 +86,7 @@ def check_form(spec: Spec, findings: Findings) -> None:
     hidden = spec.hidden_folder
     for name in ("reference.py", "oracle.py", "generate.py"):
         if not (hidden / name).is_file():
-            findings.fail("form", f'{_shown(hidden)}/{name} is missing (the README\'s section "A challenge package" says what it holds)')
+            findings.fail("form", f'{_shown(hidden)}/{name} is missing (docs/challenges.md, "A challenge package", says what it holds)')
     check_stub(spec, folder / "stub.py", findings)
     check_statement(spec, folder / "README.md", findings)
 

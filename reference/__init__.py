@@ -1,2 +1,2 @@
 """The hidden side of each challenge, one package per problem (reference/<id with _ for ->/), never
-shipped to candidates: see README.md, "A challenge package"."""
+shipped to candidates: see docs/challenges.md, "A challenge package"."""

@@ -1,4 +1,4 @@
-"""Challenges as packages (README.md, "A challenge package"), tested on the harness's own fixture problem
+"""Challenges as packages (docs/challenges.md, "A challenge package"), tested on the harness's own fixture problem
 (tests/fixture_problem/: two outputs, an exact int64 one, float and bool parameters, a gradient
 check, autograd kept from the submission) and on the installed packages' registry."""
 

@@ -23,7 +23,7 @@ from grader.sandbox import boxes, bubblewrap, seccomp
 from grader.sandbox.zygote import Zygote, ZygoteChild, zygote_problem
 from grader.spec import load_spec
 from tests.grading import ATTACKS, SUBMISSIONS, checkout_digest, fast_spec, hostile_markers, listening_on_loopback
-from tests.test_isolation import host_sysctls, host_uids
+from tests.test_sandbox import host_sysctls, host_uids
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.skipif(zygote_problem("bubblewrap") is not None, reason=f"no warm pool here: {zygote_problem('bubblewrap')}")]
 
@@ -163,7 +163,7 @@ def test_each_child_has_the_walls_and_limits_of_a_single_child(spec, prepared, w
 
 
 def test_a_child_can_write_nothing_of_the_kernel_nor_of_other_processes(spec, prepared, warm, tmp_path):
-    # As tests/test_isolation.py does for a single child: every file of /proc, /sys and /dev with a
+    # As tests/test_sandbox.py does for a single child: every file of /proc, /sys and /dev with a
     # write bit opened for writing (and its own bytes written back where that works), through the pool.
     before = host_sysctls()
     report = grade(spec, prepared, warm, [attacker(tmp_path, "write_back")])["write_back"]

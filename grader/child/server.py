@@ -5,7 +5,7 @@ then waits on its control socket (JSON in SOCK_SEQPACKET datagrams, descriptors 
 "spawn" it forks a child on the descriptors it was given (requests, results, stdout, stderr, and
 sealed memfds with the submission and its name, passed on unread: the server never holds anything
 of a submission), answers "spawned" once the child is walled in (walls.py) and "exited" with its
-status. The design: docs/threat-model.md, "The warm pool".
+status. The design: docs/isolation.md, "The warm pool"; what it holds against: docs/threat-model.md.
 """
 
 import array

@@ -134,7 +134,7 @@ def choose_backend(requested: str, secret_seed: bool = False) -> str:
         if secret_seed:
             raise IsolationUnavailable(
                 f"a secret seed is set, and no isolation that keeps it from the submission works here: it needs {walls}. "
-                "Install bubblewrap, grade in the grader's container (see README.md), or use --isolation docker; "
+                "Install bubblewrap, grade in the grader's container (see docs/deployment.md), or use --isolation docker; "
                 "--isolation process grades anyway, without protecting the seed"
             )
         return "process"

@@ -4,7 +4,7 @@ The server is grader/child/server.py behind bubblewrap; here, on the grader's si
 its own pipes, box uid and cgroup, is put in the cgroup before it is sent the start frame, and is
 watched and killed as a single child is. Used only where every wall of a single child holds
 (zygote_problem); a server that dies is started again and its gradings given children of their own.
-The design: docs/threat-model.md, "The warm pool".
+The design: docs/isolation.md, "The warm pool"; what it holds against: docs/threat-model.md.
 """
 
 import fcntl

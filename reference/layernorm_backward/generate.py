@@ -1,4 +1,4 @@
-"""Layer norm backward by hand: one case's arguments from its settings (README.md, "A challenge package").
+"""Layer norm backward by hand: one case's arguments from its settings (docs/challenges.md, "A challenge package").
 
 Settings the generator reads (problem.toml's [defaults], overlaid by the family's and the case's):
   D           features, the normalised last dimension

@@ -1,9 +1,9 @@
-"""Build the production image from the shipped Dockerfile with podman and run it as the README says.
+"""Build the production image from the shipped Dockerfile with podman and run it as docs/deployment.md says.
 
 No Docker engine and no registry are reachable here, so the images are built as `make image
 OFFLINE=1` builds them (deploy/image.py: a debootstrap base, torch from the machine's wheel folder).
 Then, each a check that --only can pick:
-- grader: every submission below is graded in a container run the way the README says
+- grader: every submission below is graded in a container run the way docs/deployment.md says
   (--network none, --read-only, --tmpfs /tmp, the file mounted read-only), its verdict asserted;
 - docker: the runner image: the grader on this host grades them with --isolation docker through the
   Docker Engine API, served by `podman system service`; no container may be left afterwards;
@@ -14,8 +14,9 @@ Then, each a check that --only can pick:
 - shards: the Kubernetes Job's pod command (deploy/kubernetes/grade-class.yaml) for every index in
   the image, with the manifest's capabilities, the shard files merged by `python -m grader merge`
   and compared with one local batch.
-The platform and shard checks run the README's own command lines (they must appear in README.md
-word for word), with its variables (SOLUTION, ZIP, AUTOGRADER, GRADE, CLASS) set to test folders.
+The platform and shard checks run the documentation's own command lines (they must appear in
+docs/platforms.md or docs/deployment.md word for word), with their variables (SOLUTION, ZIP,
+AUTOGRADER, GRADE, CLASS) set to test folders.
 
     .venv/bin/python tests/container/check_container.py [--only gradescope,shards] [--skip-build]     (make container-test)
 """
@@ -42,7 +43,7 @@ BUILD = ROOT / "build"
 IMAGE = image.DEFAULT_TAG
 RUNNER_IMAGE = "localhost/mlm-grader-runner:test"
 SUBMISSIONS = ROOT / "reference" / "mlm_forward_tied" / "submissions"
-README = ROOT / "README.md"
+DOCS = (ROOT / "docs" / "platforms.md", ROOT / "docs" / "deployment.md")  # the pages that show the command lines
 JOB = ROOT / "deploy" / "kubernetes" / "grade-class.yaml"
 EXPECTED = {
     "accepted/plain_helpers.py": "accepted",
@@ -59,9 +60,9 @@ SECRET = "container-secret-31415"
 CHECKS = ("grader", "docker", "gradescope", "prairielearn", "shards", "batch")
 CORRECT, WRONG = "accepted/plain_helpers.py", "wrong_answer/causal_mask.py"
 CLASS = [CORRECT, "accepted/einsum_everywhere.py", "accepted/loops_over_heads.py", WRONG, "wrong_answer/detached_head.py", "wrong_answer/eps_wrong_value.py"]
-POINTS = 10  # GRADER_OPTIONS='--points 10', as in the README
+POINTS = 10  # GRADER_OPTIONS='--points 10', as docs/platforms.md shows
 
-# The README's command lines, run as they are written (from the checkout, with its variables set).
+# The documentation's command lines, run as they are written (from the checkout, with its variables set).
 # The walls are the Kubernetes Job's: every capability dropped but the three the grader needs, no
 # privilege escalation, a read-only root, no network.
 WALLS = "--network none --read-only --tmpfs /tmp --cap-drop ALL --cap-add SETUID,SETGID,KILL --security-opt no-new-privileges"
@@ -100,13 +101,18 @@ def shard_lines() -> list[str]:
     return [OWNER_LINE, pods, MERGE_LINE]
 
 
+def documented() -> str:
+    """The text of the pages that show the container command lines, in their order."""
+    return "\n".join(page.read_text() for page in DOCS)
+
+
 def run_lines(lines: list[str], variables: dict[str, str], failures: list[str], timeout: int = 900) -> bool:
-    """Run each line with bash from the checkout, as a reader of the README would; each must be in it."""
-    readme = README.read_text()
+    """Run each line with bash from the checkout, as a reader of the docs would; each must be in them."""
+    shown = documented()
     env = {k: v for k, v in os.environ.items() if k != "MLM_GRADER_SEED"} | {"MLM_GRADER_SEED": SECRET} | variables
     for line in lines:
-        if line not in readme:
-            failures.append(f"README.md does not show the command the container test runs: {line}")
+        if line not in shown:
+            failures.append(f"docs/platforms.md and docs/deployment.md do not show the command the container test runs: {line}")
         result = subprocess.run(["bash", "-c", line], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
         if result.returncode != 0:
             failures.append(f"{line}\n  exited with {result.returncode}: {(result.stdout + result.stderr)[-2000:]}")
@@ -168,7 +174,7 @@ def graded(path: Path) -> list[tuple[str, str, float]]:
 
 
 def check_batch(work: Path, failures: list[str]) -> None:
-    """The README's class batch in the container, results folder and all: one row and one feedback
+    """docs/deployment.md's class batch in the container, results folder and all: one row and one feedback
     file per student, the verdicts those of one local batch."""
     folder = fresh(work) / "submissions"
     folder.mkdir()

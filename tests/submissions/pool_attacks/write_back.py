@@ -1,10 +1,10 @@
-"""Pool attack (also run as a single child by tests/test_isolation.py): walks /proc, /sys and /dev,
+"""Pool attack (also run as a single child by tests/test_sandbox.py): walks /proc, /sys and /dev,
 and opens for writing every file there that has a write permission bit; where the open succeeds it
 writes back exactly the bytes it read (so a success changes nothing: kernel.core_pattern written
 with its own value stays what it was). Prints one JSON line: every path it could open for writing
 but the harmless ones it must be able to write (its own /proc/<pid> files, the null, zero, full,
 random and tty devices, its private /tmp and /dev/shm), its real, effective and saved uids and its
-/proc/self/uid_map, from which the tests tell its uid outside (host_uids in tests/test_isolation.py):
+/proc/self/uid_map, from which the tests tell its uid outside (host_uids in tests/test_sandbox.py):
 they assert that the list is empty and that the uids outside are not root."""
 
 import json
