@@ -64,6 +64,7 @@ def test_the_process_tree_of_a_missing_process_is_what_was_seen_before():
 
 
 @pytest.mark.sandbox
+@pytest.mark.needs_root
 def test_the_cgroup_counts_every_process_that_was_in_it():
     cgroup = Cgroup.create(load_spec().limits, "cpu-accounting-test")
     if cgroup is None:

@@ -333,6 +333,7 @@ def readable_memory(pid: int) -> bytes:
     return b"\0".join(chunks)
 
 
+@pytest.mark.needs_root
 @pytest.mark.skipif(os.geteuid() != 0, reason="reading the server's memory through /proc needs root")
 def test_the_server_holds_no_name_path_or_source_of_the_submissions_it_forked_for(spec, prepared, warm, tmp_path):
     # A child inherits its server's memory: what the server ever held of an earlier submission, a

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,7 @@ def test_a_root_grader_runs_bubblewrap_without_a_user_namespace_and_the_child_as
     assert {"--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs"} <= set(child[: child.index("--")]) and child[-2:] == ["--", "python"]
 
 
+@pytest.mark.needs_root
 def test_a_root_grader_never_builds_a_command_for_its_own_uid(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("the grader is not root here")
@@ -220,6 +221,7 @@ def cgroups_available() -> bool:
     return probe is not None
 
 
+@pytest.mark.needs_root
 @pytest.mark.skipif(not cgroups_available(), reason="needs root and a writable cgroup tree (CI has both)")
 def test_cgroup_is_created_with_its_limits_and_removed():
     cgroup = limits.Cgroup.create(LIMITS, "lifecycle-test")
@@ -395,7 +397,9 @@ def alive(process: subprocess.Popen) -> bool:
     return process.poll() is None
 
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="starts processes as other users")
+def needs_root(test: Callable) -> Callable:
+    """Marked needs_root, and skipped where the tests do not run as root (they start processes as other users)."""
+    return pytest.mark.needs_root(pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="starts processes as other users")(test))
 
 
 @pytest.fixture
