@@ -1,7 +1,8 @@
 """Command line: python -m grader SUBMISSION [--problem ID] [--public] [--format F] [--output FILE] [--seed S];
 python -m grader batch PATH... for many submissions (grader/batch/); python -m grader merge SHARD.jsonl...
 to join a batch's shards (grader/merge.py); python -m grader problems to list the challenges;
-python -m grader verify ID to check a challenge's package (grader/verify.py)."""
+python -m grader verify ID to check a challenge's package (grader/verify.py); python -m grader rules
+to print what a submission may use (grader/allowlist.py)."""
 
 import argparse
 import json
@@ -99,7 +100,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--unrestricted",
         action="store_true",
         help="for testing the grader: run the submission as plain Python, without the static check and without the "
-        "capability layer (grader/child/restricted.py), so the runtime guard's operator checks, the protocol and the "
+        "capability layer (grader/child/capabilities/), so the runtime guard's operator checks, the protocol and the "
         "sandbox face it alone; refused unless the isolation is bubblewrap, uid or docker",
     )
     parser.add_argument("--verbose", action="store_true", help="show the message of every failing case")
@@ -146,6 +147,10 @@ def main(argv: list[str] | None = None) -> int:
         from grader import catalog
 
         return catalog.main(argv[1:])
+    if argv[:1] == ["rules"]:
+        from grader import allowlist
+
+        return allowlist.main(argv[1:])
     if argv[:1] == ["verify"]:
         from grader import verify
 

@@ -494,7 +494,7 @@ def overall(results: list[CaseResult], public_only: bool = False) -> tuple[Verdi
 def _check_policy(source: bytes, tree: ast.Module, spec: Spec, static_check: bool) -> None:
     """Rejection(forbidden_api) when the file breaks the policy. The policy reads the installed
     torch's names: its first call imports torch."""
-    violations = policy.check(tree, source.decode(), spec.policy) if static_check else []
+    violations = policy.check(tree, source.decode(), spec.rules) if static_check else []
     if violations:
         raise Rejection(Verdict.FORBIDDEN_API, policy.explain(violations))
 
@@ -521,7 +521,7 @@ def grade(
     grader/sandbox/backends.py's registry (the caller's choice: choose_backend). Never raises for anything the submission does.
     static_check=False skips the policy check so tests can prove the other walls alone;
     restricted=False also runs the file as plain Python, without the capability layer
-    (grader/child/restricted.py), so that the runtime guard's operator checks, the protocol and the
+    (grader/child/capabilities/), so that the runtime guard's operator checks, the protocol and the
     sandbox face it alone. Both are refused unless a real sandbox (bubblewrap, uid or docker) holds
     the child.
     prepared: the cases and expected outputs of prepare(spec, hidden_seed, public_only), when a

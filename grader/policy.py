@@ -8,54 +8,33 @@ a metaclass or enum's functional API; class patterns that read private attribute
 
 It is the message layer, not the wall: what the text cannot prove (a name on an object it cannot
 identify, a name built at run time) is left to the run-time checks on the objects themselves
-(grader/child/restricted.py, grader/child/guard.py), so that honest code is never refused on a
+(grader/child/capabilities/, grader/child/guard.py), so that honest code is never refused on a
 guess. The syntax tree is walked with an explicit stack, so a long generated expression cannot
 exhaust Python's recursion limit.
 """
 
 import ast
+import builtins
 import enum
-import fnmatch
-import importlib
 import inspect
-import re
 import types
-import warnings
-from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cache
 from typing import Any
 
-ADVICE = {
-    "softmax": "write the softmax with exp and sum (subtract the row maximum first)",
-    "norm": "write the layer norm with mean and the population variance: (x - mean) / sqrt(var + 1e-5)",
-    "gelu": "write the tanh GELU yourself: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3)))",
-    "attention": "write the attention yourself: q @ k^T / sqrt(d_head), your softmax, then @ v",
-    "transformer": "write the encoder block yourself from matmuls and your own helpers",
-}
-BASE_REASON = "it reaches files, compilers, code, operators by name or raw memory"
-# Base-policy attributes an honest file may reach for, with why they are forbidden and what to write instead.
-BASE_ATTRIBUTE_ADVICE = {
-    "torch.embedding*": ("its backward trusts indices it saved", "index the matrix instead: w_emb[input_ids]"),
-    "torch.Tensor.data": ("an alias autograd does not track", "use .detach()"),
-    "torch.?*Tensor": ("it can alias a numpy array", "use torch.tensor(...) or torch.as_tensor(...)"),
-    "torch.Tensor.new": ("it can alias a numpy array", "use torch.tensor(...) or x.new_tensor(...)"),
-    "*unsafe_*": ("an alias autograd does not track", "use split or chunk"),
-}
+from grader.child.capabilities.allowed import resolve
+from grader.child.capabilities.checks import DATA
+from grader.rules import Rules
 
-
-def _base_advice(path: str) -> tuple[str, str]:
-    """Why the base policy forbids an attribute, and what to write instead."""
-    return next((told for pattern, told in BASE_ATTRIBUTE_ADVICE.items() if fnmatch.fnmatchcase(path, pattern)), (BASE_REASON, "use tensor operations only"))
-
-
-SEE_RULES = "use the public API of torch and numpy, or attributes your file defines (see the Rules in the statement)"
+SEE_RULES = "use what the Rules in the statement list (python -m grader rules prints them), or attributes your file defines"
 MODULE = ("a module", "")  # the refusal of a module-valued attribute: follow() says which
 ENUM_FUNCTIONAL = {"names", "module", "qualname", "type", "start", "boundary"}  # Enum("E", names, ...)
+ATTRIBUTE_BUILTINS = ("getattr", "setattr", "delattr", "hasattr")  # with a string literal, read as obj.name
+BUILTIN_NAMES = frozenset(name for name in vars(builtins) if not name.startswith("__") or name in ("__import__", "__build_class__"))
 
 # Python's own types, whose public attributes a submission may use (str.join, dict.items, slice.start).
 BUILTIN_TYPES: tuple[type, ...] = (
-    str, bytes, bytearray, list, tuple, dict, set, frozenset, int, float, complex, bool, slice, range,
+    str, bytes, list, tuple, dict, set, frozenset, int, float, complex, bool, slice, range,
     property, BaseException, type({}.keys()), type({}.values()), type({}.items()),
 )  # fmt: skip
 
@@ -72,14 +51,6 @@ class Violation:
         return f"line {self.line}:{self.column}: `{self.text}`: {self.rule}; {self.advice}"
 
 
-def advice_for(name: str) -> str:
-    lowered = name.lower()
-    for key in ("transformer", "attention", "softmax", "gelu", "norm"):
-        if key in lowered:
-            return ADVICE[key]
-    return "implement it from torch's elementary operations"
-
-
 def is_dunder(name: str) -> bool:
     return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
@@ -90,181 +61,27 @@ def is_dunder(name: str) -> bool:
 @dataclass(frozen=True)
 class AllowList:
     modules: dict[str, types.ModuleType]  # allowed import or submodule path -> the module
-    members: dict[Any, frozenset[str]]  # allowed module or type -> the attribute names allowed on it
-
-
-@dataclass(frozen=True)
-class Rules:
-    """The spec's [policy] lists the check needs, hashable so the allow-list is built once."""
-
-    allowed_imports: tuple[str, ...]
-    allowed_submodules: tuple[str, ...]
-    forbidden_functions: tuple[str, ...]
-    forbidden_operators: tuple[str, ...]
-    forbidden_attributes: tuple[str, ...]
-    challenge_attributes: tuple[str, ...] = ()  # those of forbidden_attributes the challenge's package added to the base policy
-
-    @staticmethod
-    def of(policy: dict[str, Any]) -> "Rules":
-        return Rules(
-            *(tuple(policy[key]) for key in ("allowed_imports", "allowed_submodules", "forbidden_functions", "forbidden_operators", "forbidden_attributes")),
-            tuple(policy.get("challenge_attributes", ())),
-        )
-
-    def attribute_rule(self, path: str) -> tuple[str, str]:
-        """Why a forbidden attribute is (the challenge's own rule, or what the base policy's walls
-        keep out), and what to write instead."""
-        reason, advice = _base_advice(path)
-        if any(fnmatch.fnmatchcase(path, pattern) for pattern in self.challenge_attributes):
-            return "this challenge forbids it: see the rules in the statement", advice
-        return reason, advice
-
-    @cached_property
-    def _operators(self) -> re.Pattern[str]:
-        return re.compile("|".join(fnmatch.translate(p) for p in self.forbidden_operators) or "(?!)")
-
-    @cached_property
-    def _attributes(self) -> re.Pattern[str]:
-        return re.compile("|".join(fnmatch.translate(p) for p in self.forbidden_attributes) or "(?!)")
-
-    def builtin_function(self, name: str) -> bool:
-        """softmax, layer_norm, batch_norm_stats, ...: functionality the candidate writes."""
-        return name in self.forbidden_functions or self._operators.match(name) is not None
-
-    @cached_property
-    def _last_parts(self) -> re.Pattern[str]:
-        return re.compile("|".join(fnmatch.translate(p.rpartition(".")[2]) for p in self.forbidden_attributes) or "(?!)")
-
-    def forbidden_path(self, path: str) -> bool:
-        return self._attributes.match(path) is not None
-
-    def path_dependent(self, name: str) -> bool:
-        """Whether a pattern of forbidden_attributes may refuse this name on some objects only."""
-        return self._last_parts.match(name) is not None
-
-
-def _is_internal(value: Any) -> bool:
-    """torch's TorchScript and dispatcher classes (pybind11 types and their instances) and its
-    operator objects: not tensor API, and ways to reach operators or compilers."""
-    meta = type(value) if isinstance(value, type) else type(type(value))
-    return meta.__name__ == "pybind11_type" or type(value).__module__.startswith("torch._ops")
-
-
-def _returned_objects(modules: dict[str, types.ModuleType]) -> list[Any]:
-    """Objects the allowed modules return whose types are not among their public attributes."""
-    found: list[Any] = []
-    if "torch" in modules:
-        import torch
-
-        found += [v for n, v in vars(torch.return_types).items() if not n.startswith("_") and inspect.isclass(v)]
-        found += [torch.finfo(torch.float32), torch.iinfo(torch.int64)]
-    if "numpy" in modules:
-        import numpy
-
-        linalg_results = getattr(getattr(numpy.linalg, "_linalg", None), "__dict__", {})
-        found += [v for n, v in linalg_results.items() if n.endswith("Result") and inspect.isclass(v)]
-        array = numpy.zeros(1)
-        found += [numpy.finfo(numpy.float64), numpy.iinfo(numpy.int64), array.flags, array.flat]
-    if "functools" in modules:
-        import functools
-
-        found.append(type(functools.lru_cache(len)))  # cache_clear, cache_info
-    return found
-
-
-class _Builder:
-    def __init__(self, rules: Rules) -> None:
-        self.rules = rules
-        self.module_paths = set(rules.allowed_imports) | set(rules.allowed_submodules)
-        self.members: dict[Any, set[str]] = {}
-        self.memo: dict[tuple[str, type], tuple[str, str] | None] = {}
-
-    def refusal(self, path: str, name: str, value: Any) -> tuple[str, str] | None:
-        """Why public attribute `name` (holding value) of the object at `path` is refused, or None."""
-        if isinstance(value, types.ModuleType) or self.rules.path_dependent(name):
-            return self._refusal(path, name, value)
-        key = (name, type(value))  # otherwise the answer depends on these alone (classes share many)
-        if key not in self.memo:
-            self.memo[key] = self._refusal(path, name, value)
-        return self.memo[key]
-
-    def _refusal(self, path: str, name: str, value: Any) -> tuple[str, str] | None:
-        full = f"{path}.{name}"
-        if self.rules.builtin_function(name):
-            return f".{name} is forbidden (built-in {name})", advice_for(name)
-        if self.rules.forbidden_path(full):
-            reason, advice = self.rules.attribute_rule(full)
-            return f"{name} is forbidden ({full}: {reason})", advice
-        if isinstance(value, types.ModuleType):
-            return None if full in self.module_paths and value.__name__ == full else MODULE
-        if _is_internal(value):
-            return f"{name} is part of torch's TorchScript and dispatcher internals ({full}), not of its tensor API", "use tensor operations only"
-        return None
-
-    def scan(self, owner: Any, path: str, items: Iterable[tuple[str, Any]]) -> list[tuple[str, Any]]:
-        """Record which of owner's public attributes are allowed; return those (name, value) pairs."""
-        allowed = self.members.setdefault(owner, set())
-        kept = []
-        for name, value in items:
-            if self.refusal(path, name, value) is None:
-                allowed.add(name)
-                kept.append((name, value))
-        return kept
-
-    @staticmethod
-    def public(names: Iterable[str]) -> list[str]:
-        return [name for name in names if not name.startswith("_")]
-
-    def scan_type(self, cls: type, path: str, instance: Any = None) -> None:
-        subject = cls if instance is None else instance
-        if instance is None and cls in self.members:
-            return
-        items = []
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # deprecated attributes warn when read
-            for name in self.public(dir(subject)):
-                try:
-                    items.append((name, getattr(subject, name)))
-                except Exception:  # a descriptor that needs an instance
-                    continue
-        self.scan(cls, path, items)
-
-    def build(self) -> AllowList:
-        modules: dict[str, types.ModuleType] = {}
-        for path in [*self.rules.allowed_imports, *self.rules.allowed_submodules]:
-            try:
-                modules[path] = importlib.import_module(path)
-            except ImportError:
-                continue
-        classes: list[tuple[type, str]] = []
-        for path, module in modules.items():
-            namespace = vars(module)
-            kept = self.scan(module, path, [(name, namespace[name]) for name in self.public(namespace)])
-            classes += [(value, f"{path}.{name}") for name, value in kept if inspect.isclass(value)]
-        for cls, path in classes:
-            self.scan_type(cls, path)
-        for cls in BUILTIN_TYPES:
-            self.scan_type(cls, cls.__name__)
-        for obj in _returned_objects(modules):
-            if inspect.isclass(obj):
-                self.scan_type(obj, f"{obj.__module__}.{obj.__qualname__}")
-            else:
-                self.scan_type(type(obj), f"{type(obj).__module__}.{type(obj).__qualname__}", instance=obj)
-
-        return AllowList(
-            modules=modules,
-            members={owner: frozenset(found) for owner, found in self.members.items()},
-        )
+    members: dict[int, frozenset[str]]  # id of an allowed module or class -> the attribute names allowed on it
+    kept: tuple[Any, ...]  # the owners, so that their ids stay theirs
 
 
 @cache
-def _allow_list(rules: Rules) -> AllowList:
-    return _Builder(rules).build()
+def allow_list(rules: Rules) -> AllowList:
+    """The rules' lists as the objects they name, made once per process (the child's own resolution,
+    grader/child/capabilities/allowed.py, so that both sides name the same objects)."""
+    allowed = resolve(rules.child_config())
+    modules = {name: allowed.modules[ident] for ident, name in allowed.module_names.items()}
+    members: dict[int, frozenset[str]] = {ident: frozenset(names) for ident, (owner, names) in allowed.owners.items()}
+    kept = [owner for owner, _ in allowed.owners.values()]
+    for cls in BUILTIN_TYPES:  # Python's own types: their public names
+        members[id(cls)] = frozenset(name for name in dir(cls) if not name.startswith("_"))
+        kept.append(cls)
+    return AllowList(modules, members, tuple(kept))
 
 
-def allow_list(policy: dict[str, Any]) -> AllowList:
-    """The allow-list for this policy, built once per process from the installed modules."""
-    return _allow_list(Rules.of(policy))
+def _data(value: Any) -> bool:
+    """A module's data (a number, a string, a dtype): readable, as the child judges it."""
+    return isinstance(value, DATA)
 
 
 def _attribute(obj: Any, name: str) -> Any:
@@ -454,21 +271,21 @@ def _path_of(node: ast.AST, aliases: dict[str, str | None]) -> str | None:
 
 
 class Checker:
-    def __init__(self, tree: ast.Module, source: str, policy: dict[str, Any]) -> None:
+    def __init__(self, tree: ast.Module, source: str, rules: Rules) -> None:
         self.source = source
         self.lines = source.encode().splitlines(keepends=True)  # positions count UTF-8 bytes
-        self.policy = policy
-        self.rules = Rules.of(policy)
-        self.allow = allow_list(policy)
+        self.rules = rules
+        self.allow = allow_list(rules)
         self.violations: list[Violation] = []
         survey = _survey(tree)
         self.bound = survey.bound
         self.aliases = survey.aliases
         self.annotations = survey.annotations
         self.own = survey.attributes
-        self.allowed_dunders = set(policy["allowed_dunders"])  # as names and definitions
-        self.readable_dunders = set(policy["readable_dunders"])  # as attributes
-        self.module_paths = set(policy["allowed_imports"]) | set(policy["allowed_submodules"])
+        self.allowed_dunders = set(rules.define)  # as names and definitions
+        self.readable_dunders = set(rules.read)  # as attributes
+        self.module_paths = set(rules.modules) | set(rules.submodules)
+        self.builtins = set(rules.builtins)
         self.handlers = {
             ast.Import: self.visit_import,
             ast.ImportFrom: self.visit_import_from,
@@ -520,29 +337,28 @@ class Checker:
     # -- attribute names --------------------------------------------------------------------------
 
     def members_of(self, obj: Any) -> frozenset[str] | None:
-        """The allowed attribute names of an allowed module, type, or instance of an allowed type."""
-        for key in (obj, type(obj)):
-            try:
-                found = self.allow.members.get(key)
-            except Exception:  # unhashable
-                continue
-            if found is not None:
-                return found
-        return None
+        """The allowed attribute names of an allowed module or class, or of an instance of one of
+        Python's own types; None for anything else (what is on it is judged at run time)."""
+        found = self.allow.members.get(id(obj))
+        if found is None and not isinstance(obj, type | types.ModuleType):
+            found = self.allow.members.get(id(type(obj))) if type(obj) in BUILTIN_TYPES else None
+        return found
 
     def name_allowed(self, name: str, node: ast.AST) -> bool:
         """An attribute of an object the check cannot identify. Only what the name alone proves is
-        refused here: a special name, or a built-in function the file does not define itself.
-        Everything else is judged at run time on the object itself (grader/child/restricted.py):
-        a private name of someone else's object, a module or frame reached, a name that does not
-        exist (an AttributeError, if that line ever runs)."""
+        refused here: a special name off the list, or a name of something the challenge has the
+        candidate write (x.softmax(-1)) that the file does not define itself. Everything else is
+        judged at run time on the object itself (grader/child/capabilities/): a name no list allows
+        on that object, a private name of someone else's object, a module or frame reached, a name
+        that does not exist (an AttributeError, if that line ever runs)."""
         if is_dunder(name):
             if name in self.readable_dunders:
                 return True
             self.flag(node, f"access to the special attribute {name} is forbidden", "use ordinary attributes")
             return False
-        if self.rules.builtin_function(name) and name not in self.own:
-            self.flag(node, f".{name} is forbidden (built-in {name})", advice_for(name))
+        forbidden = next((f for f in self.rules.forbidden if f.covers(f"torch.Tensor.{name}") or f.covers(f"torch.{name}")), None)
+        if forbidden is not None and name not in self.own:
+            self.flag(node, f".{name} is forbidden ({forbidden.what}: write it yourself)", forbidden.advice)
             return False
         return True
 
@@ -550,26 +366,17 @@ class Checker:
         """Why attribute `name` of an allowed module or type is not allowed (path ends in name)."""
         owner_path = path.rpartition(".")[0]
         root = owner_path.split(".")[0]
-        if path == "torch.nn":
-            whole = ".".join(full)
-            return f"{whole} is forbidden (nothing from torch.nn may be used)", advice_for(full[-1] if len(full) > 2 else "transformer")
         if is_dunder(name):
             return f"access to the special attribute {path} is forbidden", "use ordinary attributes"
-        if self.rules.builtin_function(name):
-            return f"{path} is forbidden (built-in {name})", advice_for(name)
+        forbidden = next((f for f in self.rules.forbidden if f.covers(path)), None)
+        if forbidden is not None:
+            return f"{path} is forbidden ({forbidden.what}: write it yourself)", forbidden.advice
         if name.startswith("_"):
             return f"{path} is a private part of {root} and is forbidden", "use the public tensor API"
-        if self.rules.forbidden_path(path):
-            if root == "operator":
-                return f"{path} is forbidden (it reaches attributes by a computed name)", "write the attribute or method directly"
-            reason, advice = self.rules.attribute_rule(path)
-            return f"{path} is forbidden ({reason})", advice
         value = vars(owner).get(name) if isinstance(owner, types.ModuleType) else inspect.getattr_static(owner, name, None)
         if inspect.ismodule(value):
-            return f"{path} is a module outside the allowed list", "use the public API of torch, numpy and math"
-        if value is not None and _is_internal(value):
-            return f"{path} is part of torch's TorchScript and dispatcher internals, not of its tensor API", "use tensor operations only"
-        return f"{path} is not a public attribute of {owner_path} that this challenge allows", SEE_RULES
+            return f"{path} is a module outside the allowed list", self.rules.advice_for(path)
+        return f"{path} is not on the list of what this challenge allows", self.rules.advice_for(path)
 
     def follow(self, path: str, steps: list[tuple[str, ast.AST]], at: ast.AST, store: bool = False) -> Any:
         """Check a dotted path that starts at an allowed module (an alias, then the steps written
@@ -588,7 +395,7 @@ class Checker:
             if allowed is None:  # a function, a number, ...: from here on only names are known
                 all(self.name_allowed(later, later_node) for later, later_node in names[index:])
                 return None
-            if name not in allowed:
+            if name not in allowed and not (isinstance(obj, types.ModuleType) and _data(vars(obj).get(name))):
                 if not _missing(obj, name):  # a name that does not exist fails at run time by itself
                     self.flag(node, *self.refusal(obj, ".".join(full[: index + 2]), name, full))
                 return None
@@ -632,11 +439,11 @@ class Checker:
         name = node.id
         if is_dunder(name) and name not in self.allowed_dunders:
             self.flag(node, f"the special name {name} is forbidden", "use ordinary names")
-        elif name in self.policy["forbidden_builtins"] and name not in self.bound:
+        elif name in BUILTIN_NAMES and name not in self.builtins and name not in self.bound:
             advice = "call functions directly; files and dynamic code are off-limits"
             if name in ("bytearray", "memoryview"):
                 advice = "use tensors and arrays; raw byte buffers are off-limits"
-            self.flag(node, f"the built-in {name} is forbidden", advice)
+            self.flag(node, f"the built-in {name} is forbidden (it is not on this challenge's list of built-ins)", advice)
         elif (path := self.aliases.get(name)) and "." in path and isinstance(node.ctx, ast.Load):
             self.follow(path, [], node)  # a use of `s` after `from torch import softmax as s`
         return []
@@ -644,7 +451,7 @@ class Checker:
     def visit_call(self, node: ast.Call) -> list[ast.AST] | None:
         func = node.func
         if isinstance(func, ast.Name) and func.id not in self.bound:
-            if func.id in self.policy["attribute_builtins"] and _literal_name(node):
+            if func.id in ATTRIBUTE_BUILTINS and _literal_name(node):
                 return self.visit_attribute_builtin(node)
             if func.id == "type" and (len(node.args) != 1 or node.keywords or isinstance(node.args[0], ast.Starred)):
                 self.flag(node, "type() with more than one argument builds a class from names and a dict at run time", "define classes with a class statement")
@@ -659,7 +466,7 @@ class Checker:
 
     def visit_attribute_builtin(self, node: ast.Call) -> list[ast.AST]:
         """getattr(x, "name") and its kin, with a string literal: checked like x.name (a computed
-        name is judged at run time, on the object, by grader/child/restricted.py)."""
+        name is judged at run time, on the object, by grader/child/capabilities/)."""
         func = node.func.id  # type: ignore[attr-defined]
         rest = [*node.args[2:], *(k.value for k in node.keywords)]
         if _plain_getattr(node):
@@ -682,7 +489,7 @@ class Checker:
 
     def visit_match_class(self, node: ast.MatchClass) -> list[ast.AST]:
         base, steps = _chain(node.cls)
-        for attribute in node.kwd_attrs:  # read where the run-time checks cannot see (restricted.py)
+        for attribute in node.kwd_attrs:  # read where the run-time checks cannot see (grader/child/capabilities/)
             if attribute.startswith("_") and not is_dunder(attribute):
                 self.flag(node, f"a class pattern may not read the private attribute {attribute}", "match on public attributes")
         if any(isinstance(inner, ast.MatchClass) for pattern in [*node.patterns, *node.kwd_patterns] for inner in ast.walk(pattern)):
@@ -715,16 +522,16 @@ class Checker:
 
     def _import_advice(self, module: str) -> str:
         if module.startswith("torch."):
-            allowed = ", ".join(self.policy["allowed_submodules"])
+            allowed = ", ".join(self.rules.submodules)
             return f"import torch and write the forbidden parts yourself; of torch's submodules only {allowed} may be used"
-        allowed = ", ".join(self.policy["allowed_imports"])
+        allowed = ", ".join(self.rules.modules)
         return f"allowed imports: {allowed}"
 
 
-def check(tree: ast.Module, source: str, policy: dict[str, Any]) -> list[Violation]:
+def check(tree: ast.Module, source: str, rules: Rules) -> list[Violation]:
     """Every violation in the file, in source order."""
     source = source.removeprefix("\ufeff")  # a byte-order mark is not part of the code
-    return Checker(tree, source, policy).run(tree)
+    return Checker(tree, source, rules).run(tree)
 
 
 SHOWN = 50  # violations listed in a report; a file with thousands gets the first ones and a count

@@ -1,9 +1,8 @@
 """A challenge's contract, read from its package's problem/<id>/problem.toml into typed objects
-(docs/challenges.md, "A challenge package"), with the harness's base policy (grader/base_policy.toml) merged in."""
+(docs/challenges.md, "A challenge package"), with the harness's allow-lists (grader/rules.toml) narrowed by its [rules]."""
 
 import argparse
 import dataclasses
-import fnmatch
 import hashlib
 import importlib
 import os
@@ -15,24 +14,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from grader.rules import BASE_RULES_PATH, Rules, narrowed
+
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = ROOT / "problem"  # problem/<id>/problem.toml, one folder per challenge
 DEFAULT_PROBLEM = "mlm-forward-tied"
 SPEC_PATH = PROBLEMS / DEFAULT_PROBLEM / "problem.toml"
-BASE_POLICY_PATH = Path(__file__).resolve().parent / "base_policy.toml"
 PROBE_FAMILY = "probes"  # the hidden cases the diagnosis reads (grader/diagnosis.py)
-
-# The [policy] lists the child reads: its runtime guard and the capabilities of grader/child/restricted.py.
-CHILD_POLICY = (
-    "allowed_imports",
-    "allowed_submodules",
-    "forbidden_functions",
-    "forbidden_operators",
-    "forbidden_attributes",
-    "challenge_attributes",
-    "readable_dunders",
-)
-
 
 class SetupError(ValueError):
     """The grader's own set-up cannot be used (its spec file): no submission can be graded and none is
@@ -166,7 +154,7 @@ class Spec:
     seed_env_var: str
     families: dict[str, Family]
     templates: tuple[CaseTemplate, ...]  # explicit cases, then each family's drawn ones
-    policy: dict[str, Any]
+    rules: Rules  # what a submission may use (grader/rules.py): the harness's allow-lists, narrowed by [rules]
     scoring: Scoring = field(default_factory=Scoring)
     hidden_case_details: bool = False  # [report]: full mismatch detail for hidden cases too (practice only)
     known_mistakes: bool = True  # [diagnosis]: name a known mistake when a wrong answer's output matches one
@@ -262,9 +250,8 @@ def _scoring(table: dict[str, Any], families: dict[str, Family]) -> Scoring:
     return Scoring(mode, {family: float(weight) for family, weight in weights.items()})
 
 
-def parse_spec(data: dict[str, Any], base_policy: dict[str, Any] | None = None, digest: str = "") -> Spec:
-    """The spec of a problem.toml's data; its [policy] is merged into base_policy (the harness's own,
-    grader/base_policy.toml, when None)."""
+def parse_spec(data: dict[str, Any], digest: str = "") -> Spec:
+    """The spec of a problem.toml's data, its [rules] narrowing the harness's allow-lists."""
     defaults = data["defaults"]
     families = {}
     for raw in data["families"]:
@@ -290,8 +277,9 @@ def parse_spec(data: dict[str, Any], base_policy: dict[str, Any] | None = None, 
     if unknown := [name for name in gradient_wrt if name not in tensors]:
         raise ValueError(f"[problem] gradient_wrt names {unknown[0]!r}, which is not a tensor parameter ({', '.join(tensors)})")
     diagnosis = data.get("diagnosis", {})
-    policy = merge_policy(load_base_policy() if base_policy is None else base_policy, data.get("policy", {}))
-    refuse_what_the_grader_calls(policy, bool(gradient_wrt))
+    if "policy" in data:
+        raise ValueError("[policy] is no longer read: a package narrows the allow-lists with [[rules.forbid]] tables (docs/challenges.md)")
+    rules = narrowed(data.get("rules", {}), gradient=bool(gradient_wrt))
     return Spec(
         id=problem["id"],
         title=problem.get("title", problem["id"]),
@@ -310,7 +298,7 @@ def parse_spec(data: dict[str, Any], base_policy: dict[str, Any] | None = None, 
         seed_env_var=data["seeds"]["env_var"],
         families=families,
         templates=_templates(families, data.get("cases", [])),
-        policy=policy,
+        rules=rules,
         scoring=_scoring(data.get("scoring", {}), families),
         hidden_case_details=_flag(data.get("report", {}), "hidden_case_details"),
         known_mistakes=_flag(diagnosis, "known_mistakes", default=True),
@@ -351,67 +339,6 @@ def _outputs(tables: list[dict[str, Any]]) -> tuple[Output, ...]:
     return outputs
 
 
-# A package's [policy] may only tighten the base: these lists are added to the base's ...
-ADDED_POLICY = ("forbidden_functions", "forbidden_operators", "forbidden_attributes", "forbidden_builtins")
-# ... and these may be given as a subset of the base's (what is allowed, only narrowed).
-NARROWED_POLICY = ("allowed_imports", "allowed_submodules", "allowed_dunders", "readable_dunders")
-
-
-def merge_policy(base: dict[str, Any], package: dict[str, Any]) -> dict[str, Any]:
-    """The base policy tightened by a package's: forbidden lists extended, allowed lists narrowed to
-    the package's subset. ValueError for a key the package may not set or an allowance it widens."""
-    merged = {key: list(value) for key, value in base.items()}
-    for key, value in package.items():
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ValueError(f"[policy] {key} must be a list of strings")
-        if key in ADDED_POLICY:
-            merged[key] = merged.get(key, []) + [v for v in value if v not in merged.get(key, [])]
-        elif key in NARROWED_POLICY:
-            if widened := [v for v in value if v not in base.get(key, [])]:
-                raise ValueError(f"[policy] {key} may only narrow the harness's base policy; it adds {widened[0]!r}")
-            merged[key] = list(value)
-        else:
-            raise ValueError(
-                f"[policy] {key} cannot be set by a problem package (it may add to {', '.join(ADDED_POLICY)}; narrow {', '.join(NARROWED_POLICY)})"
-            )
-    for key in ADDED_POLICY[:2]:
-        merged.setdefault(key, [])
-    merged["challenge_attributes"] = list(package.get("forbidden_attributes", []))  # worded as the challenge's rule in refusals
-    return merged
-
-
-# What the child's own code calls on the tensors of a case (grader/child/runner.py, vjp.py), under the
-# runtime guard, which refuses a forbidden name or operator whoever calls it: copies of the inputs and
-# of what comes back, and, for a gradient check, leaves and the vector-Jacobian product.
-GRADER_CALLS = ("clone", "detach")
-GRADIENT_CALLS = ("requires_grad_", "grad", "mul", "__mul__", "sum", "to", "add", "__add__", "zeros_like")
-GRADER_OPERATORS = ("clone", "detach", "alias")
-GRADIENT_OPERATORS = ("mul", "sum", "_to_copy", "add", "zeros_like", "zero_", "fill_", "ones_like", "expand", "sum_backward")
-
-
-def refuse_what_the_grader_calls(policy: dict[str, Any], gradient: bool) -> None:
-    """ValueError when the policy forbids, as a torch function or an ATen operator, what the grader's
-    own code in the child calls: the guard would refuse the grader too. To keep a submission from
-    autograd, forbid it by attribute (forbidden_attributes: "torch.autograd*", "*.backward", ...),
-    which the static check and the capability layer apply to the submission's code alone."""
-    names = GRADER_CALLS + GRADIENT_CALLS * gradient
-    operators = GRADER_OPERATORS + GRADIENT_OPERATORS * gradient
-    if used := sorted(set(policy.get("forbidden_functions", [])) & set(names)):
-        raise ValueError(
-            f"[policy] forbidden_functions names {', '.join(used)}, which the grader's own code calls in the child; "
-            'forbid a submission\'s use by attribute instead (forbidden_attributes, e.g. "*.requires_grad_")'
-        )
-    for pattern in policy.get("forbidden_operators", []):
-        if hit := fnmatch.filter(operators, pattern):
-            raise ValueError(f"[policy] forbidden_operators pattern {pattern!r} matches aten.{hit[0]}, which the grader's own code runs in the child")
-
-
-@cache
-def load_base_policy(path: Path = BASE_POLICY_PATH) -> dict[str, Any]:
-    with open(path, "rb") as f:
-        return tomllib.load(f)["policy"]
-
-
 def _flag(table: dict[str, Any], key: str, default: bool = False) -> bool:
     value = table.get(key, default)
     if not isinstance(value, bool):
@@ -432,12 +359,12 @@ def load_spec(path: Path = SPEC_PATH) -> Spec:
 
 
 def package_digest(spec_path: Path) -> str:
-    """sha256 over what decides a challenge's verdicts: the harness's base policy and, for an
+    """sha256 over what decides a challenge's verdicts: the harness's allow-lists and, for an
     installed package (problem/<id>/problem.toml), every file of problem/<id>/ and of its hidden side
     reference/<module>/ where the checkout has it (the kit has none), its example submissions aside; for a spec file elsewhere (a
     test's), that file. Reports, results lines, resume and merge carry it, so that a batch never
     resumes across a changed package."""
-    digest = hashlib.sha256(BASE_POLICY_PATH.read_bytes() if BASE_POLICY_PATH.is_file() else b"")
+    digest = hashlib.sha256(BASE_RULES_PATH.read_bytes() if BASE_RULES_PATH.is_file() else b"")
     folder = spec_path.parent
     if spec_path.name != "problem.toml" or folder.parent != PROBLEMS:
         digest.update(spec_path.read_bytes())

@@ -17,14 +17,14 @@ from torch import Tensor
 from grader import protocol
 from grader.case import Case
 from grader.cases import make_cases
-from grader.child.restricted import Capabilities
+from grader.child.capabilities.checks import Capabilities
 from grader.child.runner import _run_calls, load_submission
 from grader.diagnosis import Received, diagnose
 from grader.expected import Expected, expected_for
 from grader.judge import PUBLIC_PASSED, judge_reply, overall
 from grader.report import hints
 from grader.results import CaseResult, Report, Verdict
-from grader.spec import CHILD_POLICY, Spec, load_spec, seed_public_id
+from grader.spec import Spec, load_spec, seed_public_id
 
 SEED = "in-process"
 
@@ -47,8 +47,7 @@ def _refuse(what: str) -> None:
 def load(path: Path) -> object:
     """The file as the child loads it (the rewrite and the restricted built-ins), without the guard."""
     spec = load_spec()
-    config = {key: spec.policy[key] for key in CHILD_POLICY}
-    capabilities = Capabilities(config | {"submission": str(path)}, _refuse)
+    capabilities = Capabilities({"rules": spec.rules.child_config(), "submission": str(path)}, _refuse)
     return load_submission(str(path), hashlib.sha256(path.read_bytes()).hexdigest(), capabilities)
 
 

@@ -28,11 +28,12 @@ HIDDEN = [t.name for t in SPEC.templates if t.settings["visibility"] != "public"
 TOP = "mlm-tied-head-kit"
 GRADER_MODULES = [
     *(f"grader/{name}.py" for name in ("__init__", "case", "cases", "compare", "diagnosis", "expected", "judge", "policy", "protocol")),
-    *(f"grader/{name}.py" for name in ("report", "results", "spec")),
-    "grader/base_policy.toml",  # the harness's base policy, which spec.py merges the package's [policy] into
+    *(f"grader/{name}.py" for name in ("allowlist", "report", "results", "rules", "spec")),
+    "grader/rules.toml",  # the harness's allow-lists, which spec.py narrows by the package's [rules]
     # the sandbox the kit runs: bubblewrap, else a plain process; not the uid or docker backends nor the zygote
     *(f"grader/sandbox/{name}.py" for name in ("__init__", "backends", "boxes", "bubblewrap", "child", "limits", "output", "process", "seccomp", "workdir")),
-    *(f"grader/child/{name}.py" for name in ("__init__", "guard", "restricted", "runner", "vjp", "walls", "wire")),
+    *(f"grader/child/{name}.py" for name in ("__init__", "guard", "runner", "vjp", "walls", "wire")),
+    *(f"grader/child/capabilities/{name}.py" for name in ("__init__", "allowed", "builtins", "checks", "classes", "rewrite", "slots", "standins")),
     "grader/formats/__init__.py",
     "grader/formats/text.py",
     "grader/formats/points.py",

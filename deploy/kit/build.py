@@ -70,10 +70,19 @@ COPIED = (
     "grader/sandbox/seccomp.py",
     "grader/sandbox/workdir.py",
     "grader/spec.py",
-    "grader/base_policy.toml",
+    "grader/rules.py",
+    "grader/rules.toml",
+    "grader/allowlist.py",
     "grader/child/__init__.py",
     "grader/child/guard.py",
-    "grader/child/restricted.py",
+    "grader/child/capabilities/__init__.py",
+    "grader/child/capabilities/allowed.py",
+    "grader/child/capabilities/builtins.py",
+    "grader/child/capabilities/checks.py",
+    "grader/child/capabilities/classes.py",
+    "grader/child/capabilities/rewrite.py",
+    "grader/child/capabilities/slots.py",
+    "grader/child/capabilities/standins.py",
     "grader/child/vjp.py",
     "grader/child/runner.py",
     "grader/child/walls.py",
@@ -102,7 +111,7 @@ GENERATED = {"grader/__init__.py": PACKAGE_INIT, "grader/formats/__init__.py": F
 
 def kit_spec(data: dict[str, Any]) -> dict[str, Any]:
     """The spec's public part, in the shape grader/spec.py reads: the problem, limits, tolerances and
-    policy, the public cases and their families. No hidden case, no family that only hidden cases
+    rules, the public cases and their families. No hidden case, no family that only hidden cases
     belong to, and no hidden seed: the public seed stands in for it (the kit runs the public cases only)."""
     names = {t.name for t in parse_spec(data).templates if t.settings["visibility"] == "public"}  # a family may make its cases public
     public = [case | {"visibility": "public"} for case in data["cases"] if case["name"] in names]
@@ -121,7 +130,7 @@ def kit_spec(data: dict[str, Any]) -> dict[str, Any]:
         "defaults": {"count": 0, "hint": "", "visibility": "public"},
         "families": [{key: family[key] for key in kept if key in family} for family in data["families"] if family["name"] in families],
         "cases": public,
-        "policy": data.get("policy", {}),
+        "rules": data.get("rules", {}),
     }
 
 

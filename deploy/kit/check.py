@@ -29,12 +29,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         description="Run your solution on the public cases with the grader's own checks. "
         "Exit status: 0 all public cases passed, 1 a case failed or the file was rejected, 2 usage error.",
     )
-    parser.add_argument("submission", type=Path, help="your solution.py")
-    return parser.parse_args(argv)
+    parser.add_argument("submission", type=Path, nargs="?", help="your solution.py")
+    parser.add_argument("--rules", action="store_true", help="print what a submission may use (the grader's lists) and exit")
+    args = parser.parse_args(argv)
+    if args.submission is None and not args.rules:
+        parser.error("give your solution.py (or --rules)")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)  # argparse exits with status 2 on bad arguments
+    if args.rules:
+        return print_rules()
     try:
         if not args.submission.is_file():
             problem = "is a folder; give the .py file" if args.submission.is_dir() else "does not exist"
@@ -103,6 +109,20 @@ def main(argv: list[str] | None = None) -> int:
     print(render_text(report, spec, verbose=True))
     print(f"\n{sum(c.passed for c in report.cases)} of {count} public cases passed; fix what is reported above, then run check.py again")
     return EXIT_FAILED
+
+
+def print_rules() -> int:
+    """What `python -m grader rules` prints for this challenge: the lists the grader's walls read."""
+    sys.path.insert(0, str(HERE))
+    try:
+        from grader.allowlist import text
+        from grader.spec import parse_spec
+    except ImportError as error:
+        print(f"check.py: the kit's grader/ folder is incomplete ({error}); unzip the kit again", file=sys.stderr)
+        return EXIT_USAGE
+    spec = parse_spec(json.loads((HERE / "spec.json").read_text(encoding="utf-8")))
+    print(text(spec.rules.listing()))
+    return EXIT_PASSED
 
 
 if __name__ == "__main__":

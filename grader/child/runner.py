@@ -21,7 +21,8 @@ from typing import Any, NamedTuple, NoReturn
 
 import torch
 
-from . import restricted, vjp, wire
+from . import vjp, wire
+from .capabilities import allowed, builtins, checks, classes, rewrite, slots, standins
 from .guard import TAMPERED, Guard
 from .vjp import vector_jacobian
 
@@ -130,23 +131,22 @@ class Compiled(NamedTuple):
 
 
 def compile_ahead(path: str) -> Compiled:
-    """The file compiled with the capability layer's rewrite (restricted.py), in the child before the
-    guard is armed: the rewrite is Python work, which the guard's profile function slows down
-    several times. Nothing of the file runs here; load_submission runs the code only once the start
+    """The file compiled with the capability layer's rewrite (capabilities/rewrite.py), in the child
+    before the guard is armed. Nothing of the file runs here; load_submission runs the code only once the start
     frame says the grader checked these very bytes, and raises what went wrong here then."""
     sha256 = ""
     try:
         with open(path, "rb") as f:
             source = f.read()
         sha256 = hashlib.sha256(source).hexdigest()
-        return Compiled(sha256, restricted.compile_submission(source.decode("utf-8-sig"), path), None)
+        return Compiled(sha256, rewrite.compile_submission(source.decode("utf-8-sig"), path), None)
     except BaseException as error:  # noqa: BLE001 - a file that cannot be read or compiled is told once the run starts
         return Compiled(sha256, None, error)
 
 
-def load_submission(path: str, sha256: str, capabilities: restricted.Capabilities | None, compiled: Compiled | None = None) -> ModuleType:
+def load_submission(path: str, sha256: str, capabilities: checks.Capabilities | None, compiled: Compiled | None = None) -> ModuleType:
     """Run the file as a fresh module, compiled from the very bytes the grader checked (their hash
-    is in the start frame) as Python decodes them, after the rewrite of restricted.py, with the
+    is in the start frame) as Python decodes them, after the capability layer's rewrite, with the
     restricted built-ins (compiled: the same, done ahead by compile_ahead). Its folder is not put on
     sys.path, and no import machinery reads it. capabilities None (the grader's own tests of the
     other walls): as plain Python."""
@@ -233,11 +233,7 @@ def explain_forbidden(found: list[str], _tampered: str = TAMPERED) -> str:
     """The reply's "forbidden" text: the uses found (each names its route and line), then any
     tampering with the guard."""
     uses = [f for f in found if not f.startswith(_tampered)]
-    text = f"used {', '.join(uses)}" if uses else ""
-    if any(f.startswith(("the operator", "the function", "the Tensor method", "torch's Python")) for f in uses):
-        text += " (write it yourself from elementary tensor operations)"
-    elif uses:  # a capability refused (restricted.py): a module, a private or special name, a built-in
-        text += " (use the public API of the allowed modules and your own code: see the Rules in the statement)"
+    text = f"used {'; '.join(uses)}; see the Rules in the statement for what may be used" if uses else ""
     return "; ".join([text] * bool(uses) + [f for f in found if f not in uses]) or "the runtime guard found a forbidden use"
 
 
@@ -370,11 +366,25 @@ def warm_up(config: dict[str, Any]) -> None:
             os.environ.pop(TORCH_CACHE_VARIABLE, None)
         else:
             os.environ[TORCH_CACHE_VARIABLE] = before
-    guard = Guard(config["forbidden_functions"], config["forbidden_operators"], "")
-    guard.kernels_to_override()  # found once here; each child overrides them
-    restricted.Capabilities(config | {"submission": ""}, guard.refuse)  # the allowed modules, imported once
+    guard = prepared_guard(config["rules"], "")
+    guard.override_kernels()  # here, once: each forked child finds them in place
+    checks.Capabilities(config | {"submission": ""}, guard.refuse)  # the allowed modules imported and the lists resolved, once
     with guard.watching():
         guard.warm_up(config["gradient"])
+
+
+_PREPARED: list[tuple[str, Guard]] = []  # the guard this process made, with the rules it was made for
+
+
+def prepared_guard(rules: dict[str, Any], submission: str) -> Guard:
+    """The process's guard for these rules, made once: the warm pool's server makes it and puts its
+    kernels in place before it forks, and each child takes it over for its own submission."""
+    key = json.dumps(rules, sort_keys=True)
+    if not _PREPARED or _PREPARED[0][0] != key:
+        _PREPARED[:] = [(key, Guard(rules, submission))]
+    guard = _PREPARED[0][1]
+    guard.submission = submission
+    return guard
 
 
 def main(argv: list[str]) -> None:
@@ -411,11 +421,11 @@ def _answer_refused(requests: io.BufferedReader, results: io.BufferedWriter, rea
 def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.BufferedWriter) -> None:
     """Arm the guard, wait for the start frame, load the submission and answer one request per case."""
     submission = config["submission"]
-    guard = Guard(config["forbidden_functions"], config["forbidden_operators"], submission)
+    guard = prepared_guard(config["rules"], submission)
     at: list[Any] = [None, 0]  # the case being run (None: the import), and the findings told so far
 
     def refused(what: str) -> NoReturn:
-        """A capability refused (restricted.py): the run ends here, in this call, so that nothing
+        """A capability refused (capabilities/checks.py): the run ends here, in this call, so that nothing
         the submission's code catches or binds on the way ever runs again. This case's reply, and
         every later one, is the finding; no code of the submission is called again. The process
         ends even when recording or telling fails (a refusal at the stack's limit raises
@@ -435,12 +445,12 @@ def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.Buffe
             _exit(untold)
         _exit(0)
 
-    capabilities = restricted.Capabilities(config, refused)
+    capabilities = checks.Capabilities(config, refused)
     compiled = compile_ahead(submission)  # (nothing of it runs before the start frame)
     sys.argv[:] = [os.path.basename(submission)]  # the channel's descriptors are nobody's business
     torch.set_num_threads(1)
     # Armed for good while the grader checks the policy: the first call finds everything imported.
-    guard.arm(protect=[sys.modules[__name__], wire, restricted, vjp], gradient=config["gradient"])
+    guard.arm(protect=[sys.modules[__name__], wire, vjp, allowed, builtins, checks, classes, rewrite, slots, standins], gradient=config["gradient"])
     # What runs after the submission's code is bound now, in this frame, whose names the
     # submission cannot replace; the guard's check shows whether what they use was replaced.
     findings, text_frame, explain, count, _exit, untold = guard.findings, guard.text_frame, explain_forbidden, len, os._exit, wire.EXIT_REFUSED_UNTOLD
@@ -456,7 +466,7 @@ def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.Buffe
     label("import")
     try:
         module = load_submission(submission, header["sha256"], capabilities if header["restricted"] else None, compiled)
-    except restricted.RefusedSyntax as error:
+    except rewrite.RefusedSyntax as error:
         guard.record(str(error))
     except BaseException as error:  # noqa: BLE001
         failed = error

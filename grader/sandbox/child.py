@@ -22,7 +22,7 @@ from grader.child import wire
 from grader.sandbox.boxes import BoxUid
 from grader.sandbox.limits import Cgroup, process_tree_cpu_seconds
 from grader.sandbox.output import CappedBuffer, unread_bytes
-from grader.spec import CHILD_POLICY, Spec
+from grader.spec import Spec
 
 if TYPE_CHECKING:  # the grader starts a child before it imports torch (see grader/child/wire.py)
     import torch
@@ -128,7 +128,7 @@ class Child:
             "entry_point": spec.entry_point,
             "parameters": list(spec.parameter_names),
             "gradient": bool(spec.gradient_wrt),  # the warm-up takes a gradient only where the cases do
-            **{key: spec.policy[key] for key in CHILD_POLICY},
+            "rules": spec.rules.child_config(),  # what the submission may use: the capability layer's and the guard's lists
         }
 
     def start_threads(self, *threads: threading.Thread) -> None:

@@ -1,0 +1,11 @@
+"""The capability layer: what the submission's code can reach, decided on the objects themselves.
+
+- rewrite.py: the syntax tree rewritten so that reads, writes, classes and values others bind go
+  through the checks, then compiled from the very text the grader checked;
+- checks.py: the run-time checks (Capabilities), on every read, write, class and value;
+- allowed.py: the rules' allow-lists resolved to the objects they name, once per process;
+- builtins.py: the restricted built-ins and the stand-in for `type`;
+- standins.py: the library functions the file gets checked versions of (conversions copy);
+- classes.py: what any class's namespace may hold, whatever built it;
+- slots.py: reads through the built-in types' own slots.
+"""
