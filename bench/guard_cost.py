@@ -1,9 +1,9 @@
 """What the in-process walls cost a submission: the hidden cases of one file run as the child runs
 them (grader/child/runner.py's load_submission and run_case, then a read of the guard's record),
-as plain Python, with the capability layer's rewrite (grader/child/restricted.py), with the
-runtime guard armed too (grader/child/guard.py), and, as an experiment that is no product path,
-with the guard armed but its profile function never installed (what that function costs), side by
-side, alternately, REPEATS times each.
+as plain Python, with the capability layer's rewrite (grader/child/capabilities/), and with the
+runtime guard armed too (grader/child/guard.py: its refusing kernels, function mode and audit
+hook), side by side, alternately, REPEATS times each; then what one small tensor operation costs
+under each layer.
 Arming cannot be undone, so each measurement is a process of its own; each runs the cases twice
 and times the second pass. Usage:
 
@@ -23,23 +23,19 @@ import hashlib, json, sys, time
 sys.path.insert(0, {root!r})
 import torch
 from grader.cases import make_cases
-from grader.child import restricted, runner, wire
-from grader.child.guard import Guard
-from grader.spec import CHILD_POLICY, load_spec
+from grader.child import runner, wire
+from grader.child.capabilities import checks
+from grader.spec import load_spec
 
 torch.set_num_threads(1)  # as in the child
 spec = load_spec()
 requests = [case.request() for case in make_cases(spec, "bench-guard-cost")]
 path = {submission!r}
-guard = Guard(spec.policy["forbidden_functions"], spec.policy["forbidden_operators"], path)
-config = {{key: spec.policy[key] for key in CHILD_POLICY}} | {{"submission": path}}
-capabilities = restricted.Capabilities(config, guard.refuse) if {restricted!r} else None
+rules = spec.rules.child_config()
+guard = runner.prepared_guard(rules, path)
+capabilities = checks.Capabilities({{"rules": rules, "submission": path}}, guard.refuse) if {restricted!r} else None
 if {armed!r}:
-    if {no_profile!r}:  # the experiment: the profile function is handed to a holder, never installed
-        _held = {{}}
-        sys.setprofile = lambda function: _held.__setitem__(0, function)
-        sys.getprofile = lambda: _held.get(0)
-    guard.arm(protect=[runner, wire, restricted])
+    guard.arm(protect=[runner, wire, checks])
 with open(path, "rb") as f:
     module = runner.load_submission(path, hashlib.sha256(f.read()).hexdigest(), capabilities)
 for _ in range(2):
@@ -53,12 +49,10 @@ for _ in range(2):
 print(json.dumps({{"run": run, "read": read, "cases": len(requests), "found": guard.findings()}}))
 """
 
-SETTINGS = {  # name -> (the capability layer's rewrite, the guard armed, its profile function left out)
-    "plain Python": (False, False, False),
-    "capability layer": (True, False, False),
-    "capability layer and guard (the child)": (True, True, False),
-    # Not a product path: what the guard's profile function costs, the rest of the guard armed.
-    "the same, the profile function left out": (True, True, True),
+SETTINGS = {  # name -> (the capability layer's rewrite, the guard armed)
+    "plain Python": (False, False),
+    "capability layer": (True, False),
+    "capability layer and guard (the child)": (True, True),
 }
 
 
@@ -67,12 +61,12 @@ import json, sys, time
 sys.path.insert(0, {root!r})
 import torch
 from torch.overrides import TorchFunctionMode
-from grader.child.guard import Guard, _profile_function
+from grader.child import runner
 from grader.spec import load_spec
 
 torch.set_num_threads(1)
 spec = load_spec()
-guard = Guard(spec.policy["forbidden_functions"], spec.policy["forbidden_operators"], "submission.py")
+guard = runner.prepared_guard(spec.rules.child_config(), "submission.py")
 x = torch.randn(8, 16)
 OPERATIONS = 3 * 3000
 
@@ -89,37 +83,29 @@ class Empty(TorchFunctionMode):
         return func(*args, **(kwargs or {{}}))
 
 
-def empty_profile(frame, event, arg):
-    pass
-
-
-def under(mode, profile):
-    if mode is not None:
-        mode.__enter__()
-    sys.setprofile(profile)
-    try:
+def under(mode):
+    if mode is None:
         return loop()
-    finally:
-        sys.setprofile(None)
-        if mode is not None:
-            mode.__exit__(None, None, None)
+    with mode:
+        return loop()
 
 
-guard_profile = _profile_function(guard)
+best = {{}}
 layers = {{
-    "plain": (None, None),
-    "an empty function mode": (lambda: Empty(), None),
-    "the guard's function mode": (lambda: guard.function_watch, None),
-    "an empty profile function": (None, empty_profile),
-    "the guard's profile function": (None, guard_profile),
-    "the guard's mode and an empty profile function": (lambda: guard.function_watch, empty_profile),
-    "the guard's mode and its profile function (the child)": (lambda: guard.function_watch, guard_profile),
+    "plain": lambda: None,
+    "an empty function mode": lambda: Empty(),
+    "the guard's function mode": lambda: guard.function_watch,
 }}
 loop()
-best = {{}}
 for _ in range({repeats}):
-    for name, (mode, profile) in layers.items():
-        took = under(mode() if mode else None, profile)
+    for name, mode in layers.items():
+        took = under(mode())
+        best[name] = min(best.get(name, took), took)
+guard.override_kernels()  # the refusing kernels of every operator off the list: the allowed ones keep theirs
+loop()
+for _ in range({repeats}):
+    for name, mode in (("the guard's kernels in place", lambda: None), ("the guard's kernels and function mode (the child)", lambda: guard.function_watch)):
+        took = under(mode())
         best[name] = min(best.get(name, took), took)
 print(json.dumps(best))
 """
@@ -135,8 +121,8 @@ def per_operation(repeats: int) -> None:
         print(f"  {name + ':':56s} {micros:6.2f}  ({micros / plain:.2f}x plain)")
 
 
-def measure(submission: str, restricted: bool, armed: bool, no_profile: bool) -> dict:
-    script = MEASURE.format(root=str(ROOT), submission=submission, restricted=restricted, armed=armed, no_profile=no_profile)
+def measure(submission: str, restricted: bool, armed: bool) -> dict:
+    script = MEASURE.format(root=str(ROOT), submission=submission, restricted=restricted, armed=armed)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
     return json.loads(result.stdout.splitlines()[-1])
 
@@ -146,9 +132,9 @@ def main() -> None:
     submission = str((ROOT / (sys.argv[2] if len(sys.argv) > 2 else "reference/mlm_forward_tied/submissions/accepted/plain_helpers.py")).resolve())
     runs: dict[str, list[dict]] = {name: [] for name in SETTINGS}
     for _ in range(repeats):
-        for name, (restricted, armed, no_profile) in SETTINGS.items():
-            runs[name].append(measure(submission, restricted, armed, no_profile))
-    found = [m["found"] for name, ms in runs.items() for m in ms if m["found"] and not SETTINGS[name][2]]
+        for name, (restricted, armed) in SETTINGS.items():
+            runs[name].append(measure(submission, restricted, armed))
+    found = [m["found"] for ms in runs.values() for m in ms if m["found"]]
     if found:
         raise SystemExit(f"refused {submission}: {found[0]}")
     cases = runs["plain Python"][0]["cases"]

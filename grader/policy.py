@@ -71,7 +71,7 @@ def allow_list(rules: Rules) -> AllowList:
     grader/child/capabilities/allowed.py, so that both sides name the same objects)."""
     allowed = resolve(rules.child_config())
     modules = {name: allowed.modules[ident] for ident, name in allowed.module_names.items()}
-    members: dict[int, frozenset[str]] = {ident: frozenset(names) for ident, (owner, names) in allowed.owners.items()}
+    members: dict[int, frozenset[str]] = {id(owner): frozenset(names) for owner, names in allowed.owners.values()}
     kept = [owner for owner, _ in allowed.owners.values()]
     for cls in BUILTIN_TYPES:  # Python's own types: their public names
         members[id(cls)] = frozenset(name for name in dir(cls) if not name.startswith("_"))
@@ -376,7 +376,7 @@ class Checker:
         value = vars(owner).get(name) if isinstance(owner, types.ModuleType) else inspect.getattr_static(owner, name, None)
         if inspect.ismodule(value):
             return f"{path} is a module outside the allowed list", self.rules.advice_for(path)
-        return f"{path} is not on the list of what this challenge allows", self.rules.advice_for(path)
+        return f"{path} is not on this challenge's allow-list", self.rules.advice_for(path)
 
     def follow(self, path: str, steps: list[tuple[str, ast.AST]], at: ast.AST, store: bool = False) -> Any:
         """Check a dotted path that starts at an allowed module (an alias, then the steps written
@@ -395,7 +395,7 @@ class Checker:
             if allowed is None:  # a function, a number, ...: from here on only names are known
                 all(self.name_allowed(later, later_node) for later, later_node in names[index:])
                 return None
-            if name not in allowed and not (isinstance(obj, types.ModuleType) and _data(vars(obj).get(name))):
+            if name not in allowed and not (isinstance(obj, types.ModuleType) and name in vars(obj) and _data(vars(obj)[name])):
                 if not _missing(obj, name):  # a name that does not exist fails at run time by itself
                     self.flag(node, *self.refusal(obj, ".".join(full[: index + 2]), name, full))
                 return None

@@ -23,8 +23,11 @@ BASE_RULES_PATH = Path(__file__).resolve().parent / "rules.toml"
 # What the child's own code runs on a case's tensors, under the runtime guard (grader/child/runner.py,
 # wire.py, vjp.py): copies of the inputs and of what comes back, and, where gradients are checked,
 # the vector-Jacobian product. A package may not remove them: the guard would refuse the grader too.
-GRADER_OPERATORS = ("aten::clone", "aten::detach", "aten::alias", "aten::copy_", "aten::empty", "aten::lift_fresh", "aten::_to_copy")
-GRADIENT_OPERATORS = ("aten::mul", "aten::sum", "aten::add", "aten::to", "aten::ones_like", "aten::expand", "aten::zeros_like", "aten::fill_")
+GRADER_OPERATORS = (
+    "aten::clone", "aten::detach", "aten::alias", "aten::copy_", "aten::empty", "aten::empty_like", "aten::empty_strided",
+    "aten::lift_fresh", "aten::_to_copy", "aten::to", "aten::contiguous",
+)  # fmt: skip
+GRADIENT_OPERATORS = ("aten::mul", "aten::sum", "aten::add", "aten::ones_like", "aten::expand", "aten::zeros_like", "aten::zero_", "aten::fill_")
 
 FORBID_KEYS = {"what", "names", "advice"}
 RULES_KEYS = {"forbid"}
@@ -118,7 +121,7 @@ class Rules:
         lists themselves, so that it cannot drift from them). A method whose name is an allowed
         function's of its library (x.exp() beside torch.exp) is counted, not listed."""
         functions = {name.rpartition(".")[2] for name in self.functions if name.count(".") == 1}
-        lines = []
+        lines = [f"- **Write yourself**: {f.what}; {f.advice}." for f in self.forbidden]
         for group in self.groups:
             methods = [name for name in group.names if name.startswith(("torch.Tensor.", "numpy.ndarray."))]
             twins = [name for name in methods if name.rpartition(".")[2] in functions]
@@ -128,6 +131,8 @@ class Rules:
             if listed:
                 lines.append(f"- **{group.title}**: {', '.join(listed)}.")
         lines.append(f"- **Tensor and array attributes**: {', '.join(f'`{_short(name)}`' for name in self.attributes)}.")
+        writable = ", ".join(f"`{_short(name)}`" for name in self.writable) or "none"
+        lines.append(f"- **Attributes of tensors, arrays and torch's objects you may set**: {writable}; every other is read-only to you.")
         lines.append(f"- **Imports**: {', '.join(f'`{name}`' for name in (*self.modules, *self.submodules))}.")
         refused = sorted(name for name in vars(builtins) if not name.startswith("_") and name not in self.builtins)
         lines.append(f"- **Built-ins**: every built-in function, type and exception but {', '.join(f'`{name}`' for name in refused)}.")

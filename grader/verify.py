@@ -137,6 +137,23 @@ def check_statement(spec: Spec, readme: Path, findings: Findings) -> None:
             findings.fail("statement", f"README.md's table of limits and tolerances: {problem}")
     else:
         findings.ok("statement", f"README.md states each of the {len(wanted)} limits and tolerances as problem.toml has them")
+    check_rules_block(spec, readme.read_text(encoding="utf-8"), findings)
+
+
+RULES_BLOCK = re.compile(r"<!-- rules: [^\n]*-->\n(.*?)\n<!-- end of rules -->", re.DOTALL)
+
+
+def check_rules_block(spec: Spec, statement: str, findings: Findings) -> None:
+    """The statement's Rules section shows the lists themselves: its generated block is what
+    `python -m grader rules --markdown` prints for this problem now."""
+    found = RULES_BLOCK.search(statement)
+    command = f"python -m grader rules --problem {spec.id} --markdown"
+    if found is None:
+        findings.fail("statement", f"README.md has no rules block: put what `{command}` prints between <!-- rules: ... --> and <!-- end of rules -->")
+    elif found.group(1) != spec.rules.markdown():
+        findings.fail("statement", f"README.md's rules block is not what the lists allow now: replace it with what `{command}` prints")
+    else:
+        findings.ok("statement", "README.md's rules block shows the allow-lists as they are")
 
 
 def _data(spec: Spec) -> dict[str, Any]:
@@ -511,6 +528,51 @@ def _answer(function: Callable, case: Any, spec: Spec) -> tuple[dict, dict]:
 # -- 5. the kit --------------------------------------------------------------------------------
 
 
+def check_operators(spec: Spec, seed: str, findings: Findings) -> None:
+    """The operators the accepted examples run (one case of each family, in this process: the
+    author's own files), each on the problem's list of operators; one run only while autograd runs
+    a backward pass may be on the backward list instead. An operator off the lists would make the
+    runtime guard refuse the accepted example."""
+    from grader.cases import make_cases
+    from grader.child.runner import _run_calls
+    from grader.operators import example_module, profiled
+
+    examples = sorted((spec.hidden_folder / "submissions" / "accepted").glob("*.py"))
+    if not examples:
+        findings.note("operators", "no accepted example to run")
+        return
+    cases, families = [], set()
+    for case in make_cases(spec, seed, False):
+        if case.family not in families:
+            families.add(case.family)
+            cases.append(case)
+    allowed, backward_allowed = set(spec.rules.operators), set(spec.rules.backward)
+    forward_used: dict[str, str] = {}
+    backward_used: dict[str, str] = {}
+    for path in examples:
+        if path.name.startswith("hostile"):
+            continue
+        fn = getattr(example_module(path), spec.entry_point)
+
+        def run(fn: Any = fn, path: Path = path) -> None:
+            for case in cases:
+                _run_calls(fn, *case.request(), str(path))
+
+        forward, backward = profiled(run)
+        for name in forward:
+            forward_used.setdefault(name, path.name)
+        for name in backward:
+            backward_used.setdefault(name, path.name)
+    off = {name: example for name, example in forward_used.items() if name not in allowed}
+    off |= {name: example for name, example in backward_used.items() if name not in allowed and name not in backward_allowed}
+    used = len(set(forward_used) | set(backward_used))
+    for name, example in sorted(off.items()):
+        why = "the guard would refuse it (add it to grader/rules.toml, or change the example)"
+        findings.fail("operators", f"{name}, which accepted/{example} runs, is on no list of the rules: {why}")
+    if not off:
+        findings.ok("operators", f"the accepted examples run {used} operators, each on the lists ({len(forward_used)} in forward passes)")
+
+
 def check_kit(spec: Spec, findings: Findings, installed: bool = True) -> None:
     build = ROOT / "deploy" / "kit" / "build.py"
     if not installed:
@@ -540,7 +602,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--seeds", type=int, default=len(SEEDS), choices=range(1, len(SEEDS) + 1), help=f"seeds for the oracle and the examples (default {len(SEEDS)})"
     )
-    parser.add_argument("--skip", action="append", default=[], choices=("oracle", "examples", "mutants", "kit"), help="leave a check out (repeatable)")
+    parser.add_argument(
+        "--skip", action="append", default=[], choices=("oracle", "examples", "operators", "mutants", "kit"), help="leave a check out (repeatable)"
+    )
     return parser.parse_args(argv)
 
 
@@ -572,6 +636,9 @@ def main(argv: list[str], out: TextIO | None = None) -> int:
             reports = check_examples(spec, seeds, findings)
         with _check(findings, "diagnosis"):
             check_diagnosis(spec, reports, findings)
+    if "operators" not in args.skip:
+        with _check(findings, "operators"):
+            check_operators(spec, seeds[0], findings)
     if "mutants" not in args.skip:
         with _check(findings, "mutants"):
             check_mutants(spec, seeds[0], findings)

@@ -41,6 +41,7 @@ def tensors() -> dict[str, Any]:
 PATTERNS: tuple[tuple[Any, ...], ...] = (
     ("x",), ("x", "y"), ("x", -1), ("x", 1), ("x", "m"), ("x", 2.0), ("x", "y", "y"), ((3, 4),), (3,),
     (["x", "y"],), ("x", 0, "idx"), ("x", "mask"), ("x", 0, 1), ("v", "v"), ("sq",), ("spd",), ("b", "b"),
+    ("x", "idx"), ("ints",), ("ints", "ints"), (),
 )  # fmt: skip
 
 # Calls that no pattern fits, by qualified name (the method forms take the same after x).
@@ -50,6 +51,12 @@ CALLS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "torch.asarray": lambda t: torch.asarray([1.0, 2.0]),
     "torch.from_numpy": lambda t: torch.from_numpy(t["x"].detach().numpy().copy()),
     "torch.arange": lambda t: torch.arange(5),
+    "torch.full": lambda t: torch.full((3, 4), 1.5),
+    "torch.reshape": lambda t: torch.reshape(t["x"], (4, 3)),
+    "torch.flip": lambda t: torch.flip(t["x"], (0,)),
+    "torch.imag": lambda t: torch.imag(torch.complex(t["x"], t["y"])),
+    "torch.bmm": lambda t: torch.bmm(t["b"], t["b"].mT),
+    "torch.dtype": lambda t: torch.float32,  # a class whose instances torch makes: read, never called
     "torch.linspace": lambda t: torch.linspace(0, 1, 5),
     "torch.logspace": lambda t: torch.logspace(0, 1, 5),
     "torch.randint": lambda t: torch.randint(0, 5, (3,)),
@@ -171,6 +178,14 @@ CALLS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "torch.Tensor.new_ones": lambda t: t["x"].new_ones((2,)),
     "torch.Tensor.unfold": lambda t: t["x"].unfold(1, 2, 1),
     "torch.Tensor.item": lambda t: t["x"][0, 0].item(),
+    "torch.Tensor.numpy": lambda t: t["x"].detach().numpy(),
+    "torch.Tensor.masked_fill_": lambda t: t["x"].detach().clone().masked_fill_(t["mask"], 0.0),
+    "torch.Tensor.index_add_": lambda t: t["x"].detach().clone().index_add_(0, t["idx"], t["y"].detach()[:2]),
+    "torch.Tensor.index_copy_": lambda t: t["x"].detach().clone().index_copy_(0, t["idx"], t["y"].detach()[:2]),
+    "torch.Tensor.index_fill_": lambda t: t["x"].detach().clone().index_fill_(0, t["idx"], 1.0),
+    "torch.Tensor.scatter_": lambda t: t["x"].detach().clone().scatter_(1, t["idx2"], t["y"].detach()[:, :2]),
+    "torch.Tensor.scatter_add_": lambda t: t["x"].detach().clone().scatter_add_(1, t["idx2"], t["y"].detach()[:, :2]),
+    "torch.Tensor.scatter_reduce_": lambda t: t["x"].detach().clone().scatter_reduce_(1, t["idx2"], t["y"].detach()[:, :2], "sum"),
     "torch.Tensor.fill_": lambda t: t["x"].detach().clone().fill_(1.0),
     "torch.Tensor.copy_": lambda t: t["x"].detach().clone().copy_(t["y"]),
     "torch.Tensor.index_put_": lambda t: t["x"].detach().clone().index_put_((t["idx"],), torch.tensor(1.0, dtype=torch.float64)),

@@ -14,7 +14,8 @@ from grader import protocol
 from grader.cases import make_cases
 from grader.child import wire
 from grader.expected import expected_for, public_case_file, read_public_case
-from grader.spec import DEFAULT_PROBLEM, ROOT, load_spec, merge_policy, parse_spec, problem_ids, problem_spec
+from grader.rules import base_rules
+from grader.spec import DEFAULT_PROBLEM, ROOT, load_spec, parse_spec, problem_ids, problem_spec
 from tests.grading import run_grader, shared_once
 
 FIXTURE = ROOT / "tests" / "fixture_problem"
@@ -153,44 +154,62 @@ def test_a_tuple_result_that_describes_an_element_otherwise_than_it_sends_it_is_
         protocol.check(header, described, expect)
 
 
-# -- the policy: a package only tightens the base ---------------------------------------------------
+# -- the rules: a package only narrows the harness's allow-lists -----------------------------------------
 
 
-def test_a_package_adds_to_the_forbidden_lists_and_may_only_narrow_the_allowed_ones():
-    base = {"allowed_imports": ["torch", "math"], "forbidden_functions": ["softmax"], "forbidden_attributes": ["torch.load"]}
-    merged = merge_policy(base, {"forbidden_functions": ["gelu"], "allowed_imports": ["torch"], "forbidden_attributes": ["torch.nn*"]})
-    assert merged["forbidden_functions"] == ["softmax", "gelu"] and merged["allowed_imports"] == ["torch"]
-    assert merged["forbidden_attributes"] == ["torch.load", "torch.nn*"] and merged["challenge_attributes"] == ["torch.nn*"]
-    with pytest.raises(ValueError, match="allowed_imports may only narrow the harness's base policy; it adds 'os'"):
-        merge_policy(base, {"allowed_imports": ["torch", "os"]})
-    with pytest.raises(ValueError, match="readable_dunders_extra cannot be set by a problem package"):
-        merge_policy(base, {"readable_dunders_extra": ["__globals__"]})
+def forbid(*names: str, what: str = "the exponential") -> dict:
+    return {"rules": {"forbid": [{"what": what, "names": list(names), "advice": "write it from elementary operations"}]}}
+
+
+def test_a_package_narrows_every_list_by_pattern_and_says_what_to_write_instead():
+    spec = parse_spec(DATA | forbid("torch.exp", "torch.Tensor.exp", "torch.Tensor.exp_", "aten::exp", "aten::exp_"))
+    base = base_rules()
+    assert "torch.exp" in base.functions and "aten::exp" in base.operators
+    assert "torch.exp" not in spec.rules.functions and "torch.Tensor.exp_" not in spec.rules.functions
+    assert "aten::exp" not in spec.rules.operators and "aten::expm1" in spec.rules.operators
+    assert set(spec.rules.functions) < set(base.functions) and set(spec.rules.operators) < set(base.operators)
+    assert spec.rules.advice_for("torch.exp") == "write it from elementary operations"
+    assert spec.rules.advice_for("torch.log") != "write it from elementary operations"
 
 
 @pytest.mark.parametrize(
-    "policy, message",
+    "rules, message",
     [
-        ({"forbidden_functions": ["requires_grad_"]}, "forbidden_functions names requires_grad_, which the grader's own code calls"),
-        ({"forbidden_functions": ["clone"]}, "forbidden_functions names clone"),
-        ({"forbidden_operators": ["mul*"]}, r"forbidden_operators pattern 'mul\*' matches aten.mul"),
+        ({"allow": ["os"]}, "[rules] has no key 'allow'"),
+        ({"forbid": [{"what": "x", "names": ["torch.exp"]}]}, "exactly the keys what, names and advice"),
+        ({"forbid": [{"what": "x", "names": [], "advice": "y"}]}, "names must be a non-empty list"),
     ],
 )
-def test_a_package_cannot_forbid_what_the_graders_own_code_calls(policy, message):
-    with pytest.raises(ValueError, match=message):
-        parse_spec(DATA | {"policy": policy})
+def test_a_package_can_only_narrow_and_a_mistake_is_named(rules, message):
+    with pytest.raises(ValueError) as refused:
+        parse_spec(DATA | {"rules": rules})
+    assert message in str(refused.value)
 
 
-def test_without_a_gradient_check_autograd_may_be_forbidden_by_name():
-    spec = parse_spec(DATA | {"problem": DATA["problem"] | {"gradient_wrt": []}, "policy": {"forbidden_functions": ["requires_grad_", "grad", "backward"]}})
-    assert {"requires_grad_", "grad", "backward"} <= set(spec.policy["forbidden_functions"])
+def test_the_old_policy_table_is_refused_with_what_replaces_it():
+    with pytest.raises(ValueError, match=r"\[policy\] is no longer read: a package narrows the allow-lists with \[\[rules.forbid\]\]"):
+        parse_spec(DATA | {"policy": {"forbidden_functions": ["gelu"]}})
+
+
+@pytest.mark.parametrize("operator", ["aten::clone", "aten::detach", "aten::copy_", "aten::mul", "aten::sum"])
+def test_a_package_cannot_remove_what_the_graders_own_code_runs(operator):
+    with pytest.raises(ValueError, match=f"removes {operator}, which the grader's own code runs in the child"):
+        parse_spec(DATA | forbid(operator))
+
+
+def test_without_a_gradient_check_the_gradient_operators_may_go_and_autograd_with_them():
+    spec = parse_spec(DATA | {"problem": DATA["problem"] | {"gradient_wrt": []}} | forbid("aten::mul", "torch.Tensor.backward", "torch.autograd*"))
+    assert "aten::mul" not in spec.rules.operators and "torch.Tensor.backward" not in spec.rules.functions
+    assert "torch.autograd.grad" not in spec.rules.functions
 
 
 @pytest.mark.sandbox
 def test_the_guards_warm_up_works_whatever_a_package_forbids(tmp_path):
-    """The warm-up computes tanh, exp, var and sqrt before any submission code runs; forbidding them
-    the submission must not refuse the guard itself."""
-    text = SPEC_FILE.read_text().replace('forbidden_functions = ["addcmul"]', 'forbidden_functions = ["tanh", "exp", "var", "sqrt"]')
-    assert '"tanh", "exp"' in text
+    """The warm-up computes tanh, exp and sqrt before the kernels refuse anything; removing them from
+    the lists (which the submission does not use) must not refuse the guard itself."""
+    removed = '"aten::tanh", "aten::exp", "aten::sqrt", "aten::var*", "aten::linspace", '
+    text = SPEC_FILE.read_text().replace('names = ["torch.addcmul",', f'names = [{removed}"torch.addcmul",')
+    assert '"aten::tanh", "aten::exp"' in text
     (tmp_path / "problem.toml").write_text(text)
     done = run_grader("--spec", str(tmp_path / "problem.toml"), str(FIXTURE / "submissions" / "accepted" / "correct.py"))
     assert done.returncode == 0 and "all 5 cases passed" in done.stdout, done.stdout + done.stderr

@@ -11,22 +11,22 @@ from grader.policy import check, explain
 from grader.results import Verdict
 from grader.spec import load_spec
 
-POLICY = load_spec().policy
+RULES = load_spec().rules
 
 
 def violations(source: str) -> list[str]:
     source = textwrap.dedent(source)
-    return [str(v) for v in check(ast.parse(source), source, POLICY)]
+    return [str(v) for v in check(ast.parse(source), source, RULES)]
 
 
 @pytest.mark.parametrize(
     "source, named",
     [
         ("import torch\ny = torch.softmax(x, -1)", "torch.softmax"),
-        ("import torch as t\ny = t.nn.functional.gelu(x)", "torch.nn.functional.gelu"),
+        ("import torch as t\ny = t.nn.functional.gelu(x)", "torch.nn is forbidden (anything of torch.nn"),
         ("from torch import softmax as s\ny = s(x, 0)", "torch.softmax"),
         ("from torch.nn import functional as F", "import from torch.nn"),
-        ("import torch\nF = torch.nn.functional\ny = F.layer_norm(x, (4,))", "torch.nn.functional.layer_norm"),
+        ("import torch\nF = torch.nn.functional\ny = F.layer_norm(x, (4,))", "`torch.nn`: torch.nn is forbidden"),
         ("import torch\ny = getattr(torch, 'layer_norm')", "torch.layer_norm"),
         ("y = __import__('torch')", "__import__"),
         ("import importlib", "import of importlib"),
@@ -40,7 +40,7 @@ def violations(source: str) -> list[str]:
         ("import torch\ny = torch.native_batch_norm", "torch.native_batch_norm"),
         ("import torch\ny = torch.exp(torch.log_softmax(x, -1))", "torch.log_softmax"),
         ("import torch\ny = torch.rms_norm(x, (4,))", "torch.rms_norm"),
-        ("from torch import nn\nlayer = nn.TransformerEncoderLayer(4, 2)", "torch.nn.TransformerEncoderLayer"),
+        ("from torch import nn\nlayer = nn.TransformerEncoderLayer(4, 2)", "`from torch import nn`: torch.nn is forbidden"),
         ("import torch\ny = torch.os.system('true')", "torch.os"),
         ("import numpy as np\nnp.save('f', x)", "numpy.save"),
         ("import torch\ntorch.save(x, 'f')", "torch.save"),
@@ -95,7 +95,7 @@ def test_honest_code_is_not_flagged(source):
 
 def violations_at(source: str) -> list[tuple[int, str]]:
     source = textwrap.dedent(source)
-    return [(v.line, str(v)) for v in check(ast.parse(source), source, POLICY)]
+    return [(v.line, str(v)) for v in check(ast.parse(source), source, RULES)]
 
 
 # Routes from the allowed modules to forbidden functionality. Each case: the source, the line of
@@ -111,7 +111,7 @@ def violations_at(source: str) -> list[tuple[int, str]]:
         ("from typing import sys", 1, "typing.sys is a module outside the allowed list"),
         ("import dataclasses\nb = getattr(dataclasses, 'builtins')", 2, "dataclasses.builtins"),
         # class and keyword patterns of match read attributes too
-        ("import torch\nmatch x:\n    case object(softmax=sm):\n        y = sm(-1)", 3, ".softmax is forbidden (built-in softmax)"),
+        ("import torch\nmatch x:\n    case object(softmax=sm):\n        y = sm(-1)", 3, ".softmax is forbidden (softmax, log-softmax and softmin: write it yourself)"),
         ("import torch\nmatch x:\n    case torch.Tensor(softmax=sm):\n        y = sm(-1)", 3, "torch.Tensor.softmax is forbidden"),
         ("match x:\n    case object(__dict__=d):\n        pass", 2, "special attribute __dict__"),
         # classes built at run time from a dict of names
@@ -121,7 +121,7 @@ def violations_at(source: str) -> list[tuple[int, str]]:
         (
             "import dataclasses, torch\nT = dataclasses.make_dataclass('T', [], bases=(torch.Tensor,), namespace=ns)",
             2,
-            "dataclasses.make_dataclass is forbidden",
+            "dataclasses.make_dataclass is not on this challenge's allow-list",
         ),
         ("f = getattr(x, '__torch_function__')", 1, "special attribute __torch_function__"),
         ("import torch\nclass T(torch.Tensor):\n    def __torch_dispatch__(cls, func, types, args, kwargs):\n        pass", 3, "defining the special name"),
@@ -129,22 +129,22 @@ def violations_at(source: str) -> list[tuple[int, str]]:
         ("import torch\nf = torch._decomp.decomposition_table", 2, "torch._decomp is a private part of torch"),
         ("import torch\ny = torch._refs.softmax(x, -1)", 2, "torch._refs is a private part of torch"),
         ("from torch._decomp import decomposition_table", 1, "import from torch._decomp is not allowed"),
-        ("import torch\ny = torch.ops.aten.rms_norm.default(x, [4])", 2, "torch.ops is forbidden"),
-        ("import torch\ny = torch.quantized_lstm.default", 2, "torch.quantized_lstm is forbidden"),  # an operator packet, and a quantized kernel
-        ("import torch\ny = torch.Graph", 2, "torch.Graph is part of torch's TorchScript and dispatcher internals"),
+        ("import torch\ny = torch.ops.aten.rms_norm.default(x, [4])", 2, "torch.ops is a module outside the allowed list"),
+        ("import torch\ny = torch.quantized_lstm.default", 2, "torch.quantized_lstm is not on this challenge's allow-list"),  # an operator packet, and a quantized kernel
+        ("import torch\ny = torch.Graph", 2, "torch.Graph is not on this challenge's allow-list"),
         # files
-        ("import torch\ns = torch.UntypedStorage.from_file('/proc/self/environ', False, 4096)", 2, "torch.UntypedStorage is forbidden"),
+        ("import torch\ns = torch.UntypedStorage.from_file('/proc/self/environ', False, 4096)", 2, "torch.UntypedStorage is not on this challenge's allow-list"),
         # ways around the runtime guard, code from strings, Python's machinery
-        ("import torch\nwith torch.DisableTorchFunction():\n    pass", 2, "torch.DisableTorchFunction is forbidden"),
-        ("import torch\nfuture = torch.fork(f, x)", 2, "torch.fork is forbidden"),
-        ("import typing\nhints = typing.get_type_hints(f)", 2, "typing.get_type_hints is forbidden"),
-        ("import functools\nf = functools.singledispatch(g)", 2, "functools.singledispatch is forbidden"),
-        ("import torch\ng = torch.Graph()", 2, "torch.Graph is part of torch's TorchScript"),
+        ("import torch\nwith torch.DisableTorchFunction():\n    pass", 2, "torch.DisableTorchFunction is not on this challenge's allow-list"),
+        ("import torch\nfuture = torch.fork(f, x)", 2, "torch.fork is not on this challenge's allow-list"),
+        ("import typing\nhints = typing.get_type_hints(f)", 2, "typing.get_type_hints is not on this challenge's allow-list"),
+        ("import functools\nf = functools.singledispatch(g)", 2, "functools.singledispatch is not on this challenge's allow-list"),
+        ("import torch\ng = torch.Graph()", 2, "torch.Graph is not on this challenge's allow-list"),
         # changing the allowed modules
         ("import torch\ntorch.exp = lambda t: t", 2, "changing torch.exp is forbidden"),
         ("import torch\nsetattr(torch.Tensor, 'exp', None)", 2, "changing torch.Tensor.exp is forbidden"),
         # names that the allowed modules do not offer
-        ("import torch\ny = torch.foo", 2, "torch.foo is not a public attribute of torch"),
+        ("import torch\ny = torch.foo", 2, "torch.foo is not on this challenge's allow-list"),
     ],
 )
 def test_each_route_to_forbidden_functionality_is_refused_at_its_line(source, line, named):
@@ -153,9 +153,9 @@ def test_each_route_to_forbidden_functionality_is_refused_at_its_line(source, li
 
 
 def test_every_violation_names_its_line_column_and_source_text():
-    found = check(ast.parse("import torch\ny = torch.softmax(x, -1)"), "import torch\ny = torch.softmax(x, -1)", POLICY)
+    found = check(ast.parse("import torch\ny = torch.softmax(x, -1)"), "import torch\ny = torch.softmax(x, -1)", RULES)
     assert [(v.line, v.column, v.text) for v in found] == [(2, 5, "torch.softmax")]
-    assert str(found[0]).startswith("line 2:5: `torch.softmax`: torch.softmax is forbidden (built-in softmax); write the softmax with exp")
+    assert str(found[0]).startswith("line 2:5: `torch.softmax`: torch.softmax is forbidden (softmax, log-softmax and softmin: write it yourself); write the softmax with exp")
 
 
 @pytest.mark.parametrize(
@@ -215,7 +215,7 @@ def test_a_long_generated_expression_is_checked_without_recursion():
         term = ast.BinOp(ast.Name("x", ast.Load(), **at), ast.Mult(), ast.Constant(i, **at), **at)
         expression = ast.BinOp(expression, ast.Add(), term, **at)
     tree.body[1].value.args = [expression]
-    found = check(tree, source, POLICY)
+    found = check(tree, source, RULES)
     assert [(v.line, v.text) for v in found] == [(3, "y.softmax")]
 
 
@@ -228,7 +228,7 @@ def test_a_long_chain_of_aliases_resolves_in_any_order():
 
 def test_a_byte_order_mark_is_not_part_of_the_code():
     source = "import torch\ny = torch.softmax(x, -1)"
-    found = check(ast.parse(source), "\ufeff" + source, POLICY)
+    found = check(ast.parse(source), "\ufeff" + source, RULES)
     assert [(v.line, v.column, v.text) for v in found] == [(2, 5, "torch.softmax")]
 
 
@@ -237,7 +237,7 @@ def test_a_file_with_a_byte_order_mark_is_read_and_keeps_its_bytes(tmp_path):
     path.write_bytes(codecs.BOM_UTF8 + b"import torch\ny = torch.softmax(x, -1)\n")
     source, tree = read_source(path, 1 << 16)
     assert source.startswith(codecs.BOM_UTF8)  # Python accepts the mark when it imports the file
-    found = check(tree, source.decode(), POLICY)
+    found = check(tree, source.decode(), RULES)
     assert [(v.line, v.column, v.text) for v in found] == [(2, 5, "torch.softmax")]
 
 
@@ -269,13 +269,13 @@ def test_a_name_an_allowed_module_does_not_have_is_left_to_fail_at_run_time():
 
 def test_the_source_text_is_cut_by_character_on_lines_with_non_ascii_text_and_any_line_ending():
     source = "import torch\r\nnote = 'σ²'; y = torch.softmax(x, -1)\rz = 'π' + x.softmax(-1)\n"
-    found = check(ast.parse(source), source, POLICY)
+    found = check(ast.parse(source), source, RULES)
     assert [(v.line, v.column, v.text) for v in found] == [(2, 18, "torch.softmax"), (3, 11, "x.softmax")]
 
 
 def test_a_report_lists_the_first_violations_and_counts_the_rest():
     source = "y = x.softmax(-1)\n" * 120
-    found = check(ast.parse(source), source, POLICY)
+    found = check(ast.parse(source), source, RULES)
     report = explain(found)
     assert len(found) == 120 and report.startswith("120 uses of forbidden APIs")
     assert report.count(".softmax is forbidden") == 50 and report.endswith("... and 70 more (fix these first)")
@@ -284,10 +284,10 @@ def test_a_report_lists_the_first_violations_and_counts_the_rest():
 @pytest.mark.parametrize(
     ("source", "says"),
     [
-        ("import torch\ny = torch.embedding(w, ids)", "(its backward trusts indices it saved); index the matrix instead: w_emb[input_ids]"),
-        ("import torch\ny = torch.LongTensor([1])", "(it can alias a numpy array); use torch.tensor(...) or torch.as_tensor(...)"),
-        ("import torch\ny = torch.load('f')", "(it reaches files, compilers, code, operators by name or raw memory); use tensor operations only"),
+        ("import torch\ny = torch.embedding(w, ids)", "torch.embedding is not on this challenge's allow-list; index the matrix instead: w[ids]"),
+        ("import torch\ny = torch.LongTensor([1])", "torch.LongTensor is not on this challenge's allow-list; use torch.tensor(...) or torch.as_tensor(...)"),
+        ("import torch\ny = torch.load('f')", "torch.load is not on this challenge's allow-list; files are off-limits"),
     ],
 )
-def test_a_base_rule_an_honest_file_may_trip_says_what_to_write_instead(source, says):
+def test_a_name_off_the_lists_an_honest_file_may_reach_for_says_what_to_write_instead(source, says):
     assert any(says in v for v in violations(source)), violations(source)

@@ -12,9 +12,9 @@ runs under the armed guard.
 """
 
 import collections
-import importlib.util
+import contextlib
+import io
 import sys
-import warnings
 from pathlib import Path
 
 import torch
@@ -25,28 +25,10 @@ sys.path.insert(0, str(ROOT))
 from grader.cases import make_cases  # noqa: E402
 from grader.child.capabilities.allowed import resolve  # noqa: E402
 from grader.child.runner import _run_calls  # noqa: E402
+from grader.operators import example_module, profiled  # noqa: E402
 from grader.rules import base_rules  # noqa: E402
 from grader.spec import problem_ids, problem_spec  # noqa: E402
 from tests import exercise  # noqa: E402
-
-OPERATORS = {name.partition(".")[0] for name in torch._C._dispatch_get_all_op_names()}
-BACKWARD_EVENT = "autograd::engine::evaluate_function"
-
-
-def profiled(job) -> tuple[set[str], set[str]]:
-    """(operators run in the forward pass, operators run while autograd ran a backward pass) of job()."""
-    with warnings.catch_warnings(), torch.autograd.profiler.profile(use_kineto=False) as profile:
-        warnings.simplefilter("ignore")
-        job()
-    events = profile.function_events
-    spans = [(e.time_range.start, e.time_range.end) for e in events if e.name.startswith(BACKWARD_EVENT)]
-    forward, backward = set(), set()
-    for event in events:
-        if event.name not in OPERATORS:
-            continue
-        inside = any(start <= event.time_range.start and event.time_range.end <= end for start, end in spans)
-        (backward if inside else forward).add(event.name)
-    return forward, backward
 
 
 def main() -> int:
@@ -67,13 +49,16 @@ def main() -> int:
         if why:
             failed.append(f"{name}: {why}")
             continue
+        forward |= f
+        backward |= b
         try:
-            f2, b2 = profiled(lambda result=result, t=t: exercise.backward(result, t))
-        except RuntimeError as error:
-            failed.append(f"{name}, backward: {str(error).splitlines()[0][:160]}")
-            f2, b2 = set(), set()
-        forward |= f | f2
-        backward |= b | b2
+            f, b = profiled(lambda result=result, t=t: exercise.backward(result, t))
+        except RuntimeError as error:  # torch has no derivative for it (floor_divide, unique): the forward pass is what counts
+            if "not implemented" not in str(error):
+                failed.append(f"{name}, backward: {str(error).splitlines()[0][:160]}")
+            continue
+        forward |= f
+        backward |= b
     t = exercise.tensors()
     f, b = profiled(lambda: exercise.syntax(t))
     forward |= f
@@ -86,15 +71,12 @@ def main() -> int:
                 seen.add(case.family)
                 cases.append(case)
         for path in sorted((spec.hidden_folder / "submissions" / "accepted").glob("*.py")):
-            loaded = importlib.util.spec_from_file_location(f"example_{path.stem}", path)
-            module = importlib.util.module_from_spec(loaded)
-            sys.modules[module.__name__] = module  # dataclasses looks its module up by name
-            loaded.loader.exec_module(module)
-            fn = getattr(module, spec.entry_point)
+            fn = getattr(example_module(path), spec.entry_point)
 
             def examples(fn=fn, cases=cases, path=path) -> None:
-                for case in cases:
-                    _run_calls(fn, *case.request(), str(path))
+                with contextlib.redirect_stdout(io.StringIO()):  # what the examples print is theirs
+                    for case in cases:
+                        _run_calls(fn, *case.request(), str(path))
 
             f, b = profiled(examples)
             forward |= f

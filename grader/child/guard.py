@@ -40,9 +40,13 @@ KERNEL_KEYS = (
     "CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional", "CPU",
     "Autograd", "AutogradCPU", "FuncTorchBatched", "FuncTorchBatchedDecomposition", "FuncTorchVmapMode",
 )  # fmt: skip
-# The keys at which a backward operator gets the kernel that runs it while autograd does (its own
-# kernel, called through): the runtime keys of a CPU computation.
-BACKWARD_KEYS = ("CPU", "CompositeExplicitAutograd", "CompositeImplicitAutograd", "AutogradCPU", "Autograd")
+# The keys of tensors that are not dense CPU tensors: sparse, quantized, MKL-DNN and nested ones. Every
+# operator's kernels there refuse, allowed operators' too (their kernels trust indices, packed data and
+# sizes that a dense tensor's do not have): a layout or dtype argument is data, and cannot make one.
+LAYOUT_KEYS = ("SparseCPU", "SparseCsrCPU", "QuantizedCPU", "MkldnnCPU", "NestedTensorCPU")
+# The runtime keys at which a backward operator gets the kernel that runs it while autograd does
+# (the kernel the dispatcher would have run there, called through); at its other keys it refuses.
+BACKWARD_KEYS = ("CPU", "AutogradCPU")
 RECORD_EVENT = "mlm_grader.guard.record"  # audit events between the guard and its audit hook
 READ_EVENT = "mlm_grader.guard.read"
 TAMPERED = "the runtime guard was tampered with"
@@ -153,6 +157,7 @@ class Guard:
         self.libraries: list[Any] = []  # hold the kernels (a Library's kernels go with it)
         self.kernels: list[tuple[str, str, Any]] = []  # (qualified operator, key, kernel)
         self.tables: tuple[tuple[str, ...], ...] = ()  # each kernel's operator's dispatch table as armed
+        self.line_starts: dict[str, tuple[str, ...]] = {}  # each overridden operator -> the starts of the lines of its keys
         self.os_refuses_threads = False  # whether the kernel refuses new threads and processes
         self.armed = False
 
@@ -208,9 +213,12 @@ class Guard:
         """Arm every layer for the rest of the process. `protect`: the modules whose code runs
         after each call (the runner's), checked with the guard's own; gradient: whether the
         problem's cases take a gradient (the warm-up then takes one too)."""
-        self.override_kernels()
+        if not self.kernels:  # a single child; a pool's server did both before it forked
+            with self.watching():
+                self.warm_up(gradient)  # lazy imports and one-time set-up happen now, not in the first call
+            self.override_kernels()
         torch._C._push_on_torch_function_stack(self.function_watch)
-        self.warm_up(gradient)  # lazy imports and one-time set-up happen now, not in the first call
+        self.sealed_warm_up(gradient)
         self.refuse_threads()
         self.os_refuses_threads = refuse_new_processes()
         self.armed = True  # before the picture of the guard is taken
@@ -219,41 +227,60 @@ class Guard:
             # frame, for every torch call) is registered in its __warningregistry__: made now, so it is no name added later
             module.__dict__.setdefault("__warningregistry__", {})
         sys.addaudithook(_audit_hook(self, watched))
-        self.warm_up(gradient)  # nothing it needs is refused once sealed
+        self.sealed_warm_up(gradient)  # nothing the grader's own code needs is refused once sealed
         if self.findings():
             raise RuntimeError(f"the runtime guard does not hold after arming: {self.findings()}")
 
     def warm_up(self, gradient: bool = True) -> None:
-        """What a case does, on a tiny tensor: the first call then finds every lazy import done,
-        and a full /tmp cannot fail it. It runs before any code of the submission's, with the
-        operators the grader's own code runs in the child; the gradient part runs only where the
+        """What a case does, on a tiny tensor, before the kernels refuse anything: the first call
+        then finds every lazy import and registration done (functorch registers kernels at the
+        first torch.vmap), and a full /tmp cannot fail it. The gradient part runs only where the
         problem takes gradients."""
         x = torch.linspace(-1.0, 1.0, 6, dtype=torch.float64).view(2, 3)
         if gradient:
             x.requires_grad_()
         y = torch.tanh(x @ x.mT).exp() / torch.sqrt((x * x).sum(-1, keepdim=True) + 1e-5)
         y = y[x.new_ones(2, dtype=torch.bool)]
+        torch.vmap(lambda row: row.sum())(y.detach())
         if gradient:
             vector_jacobian(y, [x], torch.ones_like(y))
         if self.found:
             raise RuntimeError(f"the runtime guard refused its own warm-up: {self.found}")
 
+    def sealed_warm_up(self, gradient: bool = True) -> None:
+        """What the grader's own code does with a case, once the kernels refuse: copies and, where
+        gradients are checked, the vector-Jacobian product. It runs the operators a package may not
+        remove (grader/rules.py GRADER_OPERATORS, GRADIENT_OPERATORS) and nothing else."""
+        x = torch.empty(2, 3, dtype=torch.float64).fill_(0.5) if gradient else torch.empty(2, 3, dtype=torch.float64)
+        x = x.clone().detach()
+        if gradient:
+            x.requires_grad_()
+            y = x.clone()
+            vector_jacobian(y, [x], torch.ones_like(y))
+        if self.found:
+            raise RuntimeError(f"the runtime guard refused its own warm-up: {self.found}")
+
     def kernels_to_override(self) -> list[tuple[str, str, str]]:
-        """(qualified operator, dispatch key, "refuse" or "backward") for every kernel of an
-        operator off the list, at a key of KERNEL_KEYS where it has one of its own (a backward
-        operator of an allowed one: at BACKWARD_KEYS). Found once per process and kept: the pool's
-        server finds and overrides them before it forks."""
+        """(qualified operator, dispatch key, "refuse", "backward" or "layout") for every kernel of
+        an operator off the list, at a key of KERNEL_KEYS where it has one of its own (a backward
+        operator of an allowed one runs through at BACKWARD_KEYS instead), and for every kernel of
+        any operator at LAYOUT_KEYS. Found once per process and kept: the pool's server finds and
+        overrides them before it forks."""
         key = (self.operators, self.backward)
         if key not in _KERNELS_FOUND:
             found = []
             for qualified in torch._C._dispatch_get_all_op_names():
                 verdict = self.allowed(qualified)
+                found += [(qualified, key, "layout") for key in LAYOUT_KEYS if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key)]
                 if verdict == "allowed":
                     continue
-                kind = "backward" if verdict == "backward" else "refuse"
-                for dispatch_key in BACKWARD_KEYS if kind == "backward" else KERNEL_KEYS:
-                    if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, dispatch_key):
-                        found.append((qualified, dispatch_key, kind))
+                if verdict == "backward":
+                    computed = torch._C._dispatch_has_computed_kernel_for_dispatch_key
+                    found += [(qualified, key, "backward") for key in BACKWARD_KEYS if computed(qualified, key)]
+                for dispatch_key in KERNEL_KEYS:
+                    through = verdict == "backward" and dispatch_key in BACKWARD_KEYS
+                    if not through and torch._C._dispatch_has_kernel_for_dispatch_key(qualified, dispatch_key):
+                        found.append((qualified, dispatch_key, "refuse"))
             _KERNELS_FOUND[key] = found
         return _KERNELS_FOUND[key]
 
@@ -263,6 +290,8 @@ class Guard:
             return
         libraries: dict[str, Any] = {}
         texts: dict[str, str] = {}
+        # A backward operator's own kernels, taken before any of them is overridden
+        originals = {(q, key): torch.library.get_kernel(q, key) for q, key, kind in self.kernels_to_override() if kind == "backward"}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "overriding a previously registered kernel" is the point
             for qualified, dispatch_key, kind in self.kernels_to_override():
@@ -273,16 +302,22 @@ class Guard:
                 name = qualified.partition(".")[0]
                 if name not in texts:
                     texts[name] = refusal_text(f"the operator {name}, which is not on this challenge's list of operators", name, self.advice)
-                if kind == "backward":
-                    original = torch.library.get_kernel(qualified, dispatch_key)
-                    kernel = _backward_kernel(self, texts[name], original)
+                if kind == "layout":
+                    kernel = _refusing_kernel(self, f"the operator {name} on a tensor of another layout than a dense CPU tensor's ({dispatch_key})")
+                    library.impl(op, kernel, dispatch_key)
+                elif kind == "backward":
+                    kernel = _backward_kernel(self, texts[name], originals[(qualified, dispatch_key)])
                     library.impl(op, kernel, dispatch_key, with_keyset=True)
                 else:
                     kernel = _refusing_kernel(self, texts[name])
                     library.impl(op, kernel, dispatch_key)
                 self.kernels.append((qualified, dispatch_key, kernel))
         self.libraries = list(libraries.values())
-        self.tables = tuple(_kernel_lines(qualified) for qualified, _, _ in self.kernels)
+        keys: dict[str, list[str]] = {}
+        for qualified, dispatch_key, _ in self.kernels:
+            keys.setdefault(qualified, []).append(dispatch_key)
+        self.line_starts = {qualified: _line_starts(found) for qualified, found in keys.items()}
+        self.tables = tuple(_kernel_lines(qualified, self.line_starts[qualified]) for qualified, _, _ in self.kernels)
 
     def refuse_threads(self) -> None:
         def start_new_thread(*args: Any, **kwargs: Any) -> NoReturn:
@@ -319,15 +354,18 @@ class Guard:
         return _pack(len(header)) + header
 
 
-# How the dispatch table's dump starts a line of each key: an alias key (the Composite ones) is
-# written "Key[alias]:", and a kernel another has overridden "Key (inactive):".
-_KERNEL_LINE_STARTS = tuple(f"{key}{alias}{inactive}:" for key in KERNEL_KEYS for alias in ("", "[alias]") for inactive in ("", " (inactive)"))
+def _line_starts(keys: Any) -> tuple[str, ...]:
+    """How the dispatch table's dump starts a line of each key: an alias key (the Composite ones,
+    Autograd) is written "Key[alias]:", and a kernel another has overridden "Key (inactive):"."""
+    return tuple(f"{key}{alias}{inactive}:" for key in keys for alias in ("", "[alias]") for inactive in ("", " (inactive)"))
 
 
-def _kernel_lines(qualified: str, dump: Any = torch._C._dispatch_dump, keys: tuple = _KERNEL_LINE_STARTS) -> tuple:
-    """The lines of an operator's dispatch table at the keys where the guard puts its refusing
-    kernels: what replacing one of them changes. torch registers kernels at other keys lazily
-    (functorch's batching rules for nll_loss_backward at the first torch.vmap), which is no tampering."""
+def _kernel_lines(qualified: str, keys: tuple[str, ...], dump: Any = torch._C._dispatch_dump) -> tuple:
+    """The lines of an operator's dispatch table at the keys where the guard put its kernels (the
+    starts of their lines, _line_starts): what replacing one of them changes. torch registers
+    kernels at other keys lazily (functorch's batching rules for nll_loss_backward at a first
+    torch.vmap, the Autograd kernel of a collective at the first import of torch.distributed),
+    which is no tampering; one registered over the guard's is."""
     return tuple(line for line in dump(qualified).splitlines() if line.startswith(keys))
 
 
@@ -375,6 +413,7 @@ def _audit_hook(guard: Guard, modules: list[ModuleType]) -> Any:
     # Each overridden operator once, with its dispatch table as armed (taken where the kernels were put in place)
     operators = {qualified: table for (qualified, _, _), table in zip(guard.kernels, guard.tables, strict=True)}
     kernel_names, kernel_tables = tuple(operators), tuple(operators.values())
+    kernel_keys = tuple(guard.line_starts[qualified] for qualified in kernel_names)
     position = [0]  # where the next window of kernels to check starts, going round
     ne = operator.ne
     function_watch = guard.function_watch
@@ -390,12 +429,15 @@ def _audit_hook(guard: Guard, modules: list[ModuleType]) -> Any:
 
     def kernels_changed(window: int) -> str | None:
         """Which of the next `window` refusing kernels, going round, was changed, or None."""
-        start = position[0] % (count(kernel_names) or 1)
-        names, tables = kernel_names[start : start + window], kernel_tables[start : start + window]
-        position[0] = start + window
-        if any_(map_(ne, map_(kernel_table, names), tables)):
-            for qualified, table in zip_(names, tables):
-                if kernel_table(qualified) != table:
+        total = count(kernel_names) or 1
+        start, end = position[0] % total, position[0] % total + window
+        wrapped = max(0, end - total)
+        names, tables = kernel_names[start:end] + kernel_names[:wrapped], kernel_tables[start:end] + kernel_tables[:wrapped]
+        keys = kernel_keys[start:end] + kernel_keys[:wrapped]
+        position[0] = end % total
+        if any_(map_(ne, map_(kernel_table, names, keys), tables)):
+            for qualified, key_starts, table in zip_(names, keys, tables):
+                if kernel_table(qualified, key_starts) != table:
                     return f"the kernels of {qualified} were changed"
         return None
 

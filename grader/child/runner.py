@@ -367,10 +367,10 @@ def warm_up(config: dict[str, Any]) -> None:
         else:
             os.environ[TORCH_CACHE_VARIABLE] = before
     guard = prepared_guard(config["rules"], "")
-    guard.override_kernels()  # here, once: each forked child finds them in place
     checks.Capabilities(config | {"submission": ""}, guard.refuse)  # the allowed modules imported and the lists resolved, once
     with guard.watching():
         guard.warm_up(config["gradient"])
+    guard.override_kernels()  # here, once: each forked child finds them in place
 
 
 _PREPARED: list[tuple[str, Guard]] = []  # the guard this process made, with the rules it was made for

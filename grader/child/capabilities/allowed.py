@@ -15,10 +15,15 @@ from dataclasses import dataclass, field
 from types import BuiltinFunctionType, ModuleType
 from typing import Any
 
+import numpy
+import torch
+
 _dict_of = type.__dict__["__dict__"].__get__
 _mro_of = type.__dict__["__mro__"].__get__
 _module_of = type.__dict__["__module__"].__get__
 _id = object.__hash__
+# Data: a number, a string, a dtype. Reading it from a module or a library object gives no capability.
+DATA = (int, float, complex, str, bytes, bool, type(None), type(...), torch.dtype, torch.device, torch.layout, torch.memory_format, numpy.dtype)
 LIBRARIES = ("torch", "numpy")  # whose classes' members are judged by the lists (Python's own types keep their public names)
 
 
@@ -40,6 +45,8 @@ class Allowed:
     named: dict[str, Any] = field(default_factory=dict)  # qualified name -> the object it names
     kept: list[Any] = field(default_factory=list)  # every object named, so that no id is reused
     missing: list[str] = field(default_factory=list)
+    unlisted: dict[int, str] = field(default_factory=dict)  # id of a public object of the allowed modules no list names -> its path
+    unlisted_kinds: set[int] = field(default_factory=set)  # ids of their classes
 
     def add_owner(self, owner: Any, name: str) -> None:
         self.owners.setdefault(_id(owner), (owner, set()))[1].add(name)
@@ -134,8 +141,40 @@ def resolve(config: dict[str, Any]) -> Allowed:
             allowed.writable[_id(found[1])] = name
         if found is not None:
             allowed.kept.append(found[1])
+    allowed.unlisted = _unlisted(allowed)
     _RESOLVED[key] = allowed
     return allowed
+
+
+def _unlisted(allowed: Allowed) -> dict[int, str]:
+    """The public objects of the allowed modules, and of their public classes' dictionaries, that
+    no list names (torch.load, typing.get_type_hints, torch.UntypedStorage): refused by identity
+    wherever they turn up, also where no read hands them out (a copy of a module's namespace in a
+    function's __dict__). An object that a name on the lists also leads to is allowed; data (a
+    number, a string) is no capability and is shared."""
+    named = set(allowed.objects) | set(allowed.members) | set(allowed.modules)
+    found: dict[int, str] = {}
+
+    def consider(path: str, value: Any) -> None:
+        if isinstance(value, (*DATA, tuple, frozenset, ModuleType)):  # (a module is judged as one: allowed or not)
+            return
+        if _id(value) not in named:
+            found.setdefault(_id(value), path)
+            allowed.unlisted_kinds.add(_id(type(value)))
+            allowed.kept.append(type(value))
+
+    for ident, module in allowed.modules.items():
+        prefix = allowed.module_names[ident]
+        for name, value in list(vars(module).items()):
+            if name.startswith("_"):
+                continue
+            consider(f"{prefix}.{name}", value)
+            if isinstance(value, type):
+                for member, inner in list(_dict_of(value).items()):
+                    if not member.startswith("_"):
+                        consider(f"{prefix}.{name}.{member}", inner)
+    allowed.kept += [module for module in allowed.modules.values()]
+    return found
 
 
 def bound_entry(method: Any) -> tuple[type, Any] | None:

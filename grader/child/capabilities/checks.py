@@ -46,7 +46,7 @@ import numpy
 import torch
 
 from . import rewrite
-from .allowed import Allowed, bound_entry, class_entry, library_class, resolve
+from .allowed import DATA, Allowed, class_entry, library_class, resolve
 from .builtins import guarded_type, restricted_builtins
 from .classes import CLASS_ONLY, defines_raw_memory, getter_of_the_file
 from .slots import (
@@ -93,8 +93,6 @@ LIBRARY_MADE = frozenset(
         "__setattr__", "__delattr__", "__getstate__", "__setstate__", "__reduce_ex__",
     }
 )  # fmt: skip
-# Data: a number, a string, a dtype. Reading it from a module or a library object gives no capability.
-DATA = (int, float, complex, str, bytes, bool, type(None), type(...), torch.dtype, torch.device, torch.layout, torch.memory_format, numpy.dtype)
 # Objects of torch's and numpy's own classes that may be in the file's hands (made by the calls the
 # lists allow), and nothing else of theirs: a storage, a graph node, a generator, a flat iterator,
 # an operator packet are refused as values.
@@ -111,6 +109,7 @@ CONTAINERS = (list, tuple, dict, set, frozenset, *_VIEWS)
 # reading no attribute (PEP 634).
 SELF_MATCHING = frozenset({bool, bytearray, bytes, dict, float, frozenset, int, list, set, str, tuple})
 RULES = "see the Rules in the statement, or `python -m grader rules`"
+OFF_THE_LISTS = "not on this challenge's allow-list"
 
 
 def _contents_of(container: Any) -> Iterable[Any]:
@@ -162,7 +161,7 @@ class Capabilities:
         self.readable_dunders = frozenset(rules["read"])
         self.definable = frozenset(rules["define"]) | CLASS_BOOKKEEPING
         self._verdicts: dict[tuple[int, str], str] = {}  # (id of a module or class, name) -> why a read is refused ("" if it is not)
-        self._unjudged = _unlisted_member_names(self.allowed) | CLASS_LISTS
+        self._unjudged = _unlisted_member_names(self.allowed)
         self.own_ids: set[int] = set()
         self._own: list[type] = []  # keeps the classes alive, so that their ids stay theirs
         self._generated: dict[int, frozenset[str]] = {}  # id of a class dataclasses made -> the special names it put there
@@ -177,6 +176,8 @@ class Capabilities:
         self._type_paths = self._public_type_paths()
         self._substitutes: dict[int, Any] = {}  # id of a library function -> the checked version handed out instead
         self._substituted_kinds: set[int] = {_id(kind) for kind in BOUND_METHODS}  # judged as the read of their name (_by_identity)
+        self._unlisted = self.allowed.unlisted  # id of a public object of the allowed modules no list names -> its path
+        self._substituted_kinds |= self.allowed.unlisted_kinds  # their classes' values are judged by identity
         for original, replacement in stand_ins(self):
             self._substitute(original, replacement)
         self.guarded_type = guarded_type(self)
@@ -199,10 +200,22 @@ class Capabilities:
         """The special names dataclasses put in a class it made (dataclasses.dataclass's stand-in says)."""
         self._generated[_id(klass)] = frozenset(names)
 
-    def unjudged_name_refused(self, name: str) -> bool:
-        """Whether a name read where the object cannot be judged (a dataclass's own code, a class
-        pattern) is refused: one that names a member no list allows on some library object, or
-        whose value a read hands out checked item by item (mro() lists the real `type`)."""
+    def unjudged_name_refused(self, name: str, klass: Any = None) -> bool:
+        """Whether a name read where no check can judge the object is refused (a dataclass's own
+        code, a class pattern). On an object of `klass` (the dataclass, the pattern's class): when a
+        library class of its MRO holds an entry of that name that no list allows. On any object
+        (klass None, or object): when it names such an entry of some class whose objects the file
+        may hold (data, on a tensor), or a value a read hands out checked item by item (mro()
+        lists the real `type`)."""
+        if name in CLASS_LISTS:
+            return True
+        if _isinstance(klass, type) and klass is not object:
+            found = class_entry(klass, name)
+            if found is not None:
+                holder, entry = found
+                return library_class(holder) and _id(entry) not in self.allowed.members and not _result_field(holder, entry)
+            if not any(library_class(k) for k in _mro_of(klass)):
+                return False  # the file's own class: an instance attribute of its own
         return name in self._unjudged
 
     # -- what the file owns ---------------------------------------------------------------------
@@ -331,8 +344,10 @@ class Capabilities:
                 value = namespace[name]
                 if _id(value) in self.allowed.objects or _id(value) in self.modules or _isinstance(value, DATA):
                     return ""
-                return "not on the list of what this challenge allows"
-            return "" if name in self.allowed.owners.get(_id(obj), (None, ()))[1] else "not on the list of what this challenge allows"
+                return "a module outside the allowed list" if _isinstance(value, ModuleType) else OFF_THE_LISTS
+            if name in self.allowed.owners.get(_id(obj), (None, ()))[1] or "__getattr__" not in namespace:
+                return ""  # made on demand by the module and named by the lists, or no such name: the read fails as itself
+            return OFF_THE_LISTS  # a module that makes attributes on demand could make any
         klass = obj if _isinstance(obj, type) else _type(obj)
         found = class_entry(klass, name)
         if found is None and _isinstance(obj, type):
@@ -344,7 +359,7 @@ class Capabilities:
             return ""  # Python's own types and the pure-Python modules' classes: their public names
         if _id(entry) in self.allowed.members or _result_field(holder, entry):
             return ""
-        return "not on the list of what this challenge allows"
+        return OFF_THE_LISTS
 
     def check_name(self, obj: Any, name: str) -> None:
         """Refuse reading `name` on obj if the rules say so (the value is checked afterwards). The
@@ -377,7 +392,7 @@ class Capabilities:
                 self._kept_kinds.append(obj if _isinstance(obj, ModuleType | type) else _type(obj))
         if why:
             path = self._path(obj, name)
-            self.refuse(f"{path}, which is {why}" if why.startswith("a module") else f"{path} ({why})", path)
+            self.refuse(f"{path}, which is {why}", path)
 
     def check_value(self, value: Any, what: str, line: int = 0, shallow: bool = False) -> Any:
         """Refuse a value that reaches the interpreter or the grader. Judged by its class, looked up
@@ -393,6 +408,9 @@ class Capabilities:
             self._kept_kinds.append(kind)
         if verdict == "":  # the most common: a tensor, a number (the substitutes are functions)
             return self._by_identity(value, what) if kind_id in self._substituted_kinds else value
+        if _id(value) in self._unlisted:  # a class or object no list names (torch.UntypedStorage, torch.load)
+            path = self._unlisted[_id(value)]
+            self.refuse(f"{what}, {path}, which is not on this challenge's allow-list", path)
         if verdict == "class":  # a class: a metaclass is handed out as its checked stand-in
             if _module_of(value) == self.module_name:
                 self._is_own_class(value)  # checked as the file's own, whatever built it
@@ -440,7 +458,13 @@ class Capabilities:
         where no check saw it), and a C function of a module by its own identity."""
         if _id(value) in self.allowed.objects:
             return self._substitutes.get(_id(value), value)
+        if _id(value) in self._unlisted:
+            path = self._unlisted[_id(value)]
+            self.refuse(f"{what}, {path}, which is not on this challenge's allow-list", path)
         kind = _type(value)
+        if kind is MethodType and _id(value.__func__) in self._unlisted:  # a bound Python function no list names
+            path = self._unlisted[_id(value.__func__)]
+            self.refuse(f"{what}, {path}, which is not on this challenge's allow-list", path)
         if kind is MethodType:
             self.check_value(value.__self__, f"{what}, a method of an object that is")
             function = value.__func__
@@ -454,12 +478,10 @@ class Capabilities:
                 # a C function of a module: the lists must name it, or it is one of Python's built-ins
                 if _id(value) not in self.allowed.objects and _id(value) not in self._substitutes and bound_to is not builtins:
                     self.refuse(f"{what}, the function {_getattr(bound_to, '__name__', 'module')}.{value.__name__}, which no list of this challenge names")
-            elif bound_to is not None and bound_entry(value) is not None:
+            else:  # a method of an object, made anew at each read: judged as the read of its name on that object
                 self.check_name(bound_to, value.__name__)
-                if value.__name__ == "numpy" and _isinstance(bound_to, torch.Tensor):  # tensor.numpy, made anew at each read: no id names it
+                if value.__name__ == "numpy" and _isinstance(bound_to, torch.Tensor):  # tensor.numpy: no id names it
                     return lambda *args, **kwargs: copying_numpy(bound_to, *args, **kwargs)
-            elif bound_to is not None and not is_dunder(value.__name__):
-                self.check_name(bound_to, value.__name__)
         return self._substitutes.get(_id(value), value)
 
     def _module_namespaces(self) -> dict[int, Any]:
@@ -486,8 +508,8 @@ class Capabilities:
             return "part of torch's TorchScript and dispatcher internals"
         if self._raw_memory_class(kind):
             return f"an object of the class {_type_name(kind)}, which hands numpy or torch a raw memory address"
-        if issubclass(kind, BaseException):
-            return ""  # an exception, torch's own included (torch.linalg.LinAlgError)
+        if issubclass(kind, BaseException) or issubclass(kind, DATA):
+            return ""  # an exception (torch.linalg.LinAlgError), data (torch.__version__, a str)
         if library_class(kind) and not issubclass(kind, VALUE_CLASSES) and not any(_module_of(k) in VALUE_MODULES for k in _mro_of(kind)):
             return "library"  # judged by identity: an allowed object (numpy.sum's dispatcher) or refused
         return ""
@@ -680,7 +702,7 @@ class Capabilities:
                     continue  # the match raises TypeError itself, reading nothing
                 names += [match_args[i] for i in range(positional)]
             for name in names:
-                if _type(name) is not _str or (name[:1] == "_" and name not in self.readable_dunders) or self.unjudged_name_refused(name):
+                if _type(name) is not _str or (name[:1] == "_" and name not in self.readable_dunders) or self.unjudged_name_refused(name, klass):
                     self.refuse(f"a class pattern reading the attribute {name!r} (read it as obj.{name} where the rules can judge the object)")
         return value
 

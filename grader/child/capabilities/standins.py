@@ -212,7 +212,7 @@ def _dataclasses(caps: Any) -> list[tuple[Any, Any]]:
             for name in fields:
                 if _type(name) is not _str or not name.isidentifier() or keyword.iskeyword(name) or is_dunder(name):
                     caps.refuse(f"a dataclass field named {name!r} (dataclasses compiles its fields' names into code)")
-                if caps.unjudged_name_refused(name):  # dataclasses' own code (asdict, replace, __match_args__) reads fields unchecked
+                if caps.unjudged_name_refused(name, klass):  # dataclasses' own code (asdict, replace, __match_args__) reads fields unchecked
                     caps.refuse(f"a dataclass field named {name!r}, a name the rules refuse on some objects (call the field something else)")
             checked = {
                 *fields,
@@ -227,7 +227,7 @@ def _dataclasses(caps: Any) -> list[tuple[Any, Any]]:
             made_fields = _dict_of(made).get("__dataclass_fields__", {}) if _isinstance(made, type) else {}
             names = [*made_fields, *(field_name(field) for field in made_fields.values()), *_dict_of(made).get("__match_args__", ())]
             for name in names:
-                if _type(name) is not _str or name not in checked or caps.unjudged_name_refused(name):
+                if _type(name) is not _str or name not in checked or caps.unjudged_name_refused(name, made):
                     caps.refuse(f"a dataclass field named {name!r} that was not among the class's annotations when it was checked")
             return made
 
@@ -250,7 +250,7 @@ def _dataclasses(caps: Any) -> list[tuple[Any, Any]]:
                 if _type(key) is not _str or _type(name) is not _str or name != key or not name.isidentifier() or is_dunder(name):
                     shown = repr(key) if _type(key) is _str else "whose name is not a str itself"
                     caps.refuse(f"dataclasses.{function} of a class with a field {shown} that dataclasses did not make")
-                if caps.unjudged_name_refused(name):
+                if caps.unjudged_name_refused(name, kind):
                     caps.refuse(f"dataclasses.{function} of a class with a field named {name!r}, a name the rules refuse on some objects")
 
     def reading_fields(function: Any) -> Any:

@@ -1,7 +1,7 @@
-"""The capability layer (grader/child/restricted.py): what a submission's code can reach is decided
-on the objects at run time, so every route to the interpreter or a forbidden function is refused
-whatever the syntax, and honest code (private names of its own, names an allowed module does not
-have, modules as values) runs unchanged.
+"""The capability layer (grader/child/capabilities/): what a submission's code can reach is decided
+on the objects at run time, by the rules' allow-lists, so every route to the interpreter or to a
+function off the lists is refused whatever the syntax, and honest code (private names of its own,
+names an allowed module does not have, modules as values) runs unchanged.
 
 Each snippet runs here, in this process, as the child runs a submission: compiled from its text
 after the rewrite, with the restricted built-ins. A refusal is recorded as the runtime guard records
@@ -20,11 +20,12 @@ import warnings
 import pytest
 import torch
 
-from grader.child.restricted import Capabilities, RefusedSyntax, compile_submission
-from grader.spec import CHILD_POLICY, load_spec
+from grader.child.capabilities.checks import Capabilities
+from grader.child.capabilities.rewrite import RefusedSyntax, compile_submission
+from grader.spec import load_spec
 from tests.grading import grade_json
 
-POLICY = load_spec().policy
+RULES = load_spec().rules.child_config()
 PRELUDE = """\
 import torch
 x = torch.ones(2, 3)
@@ -49,7 +50,7 @@ def run(source: str, library: dict | None = None) -> tuple[dict, list[str]]:
         raise Refused(what)
 
     filename = f"snippet_{hashlib.sha256(source.encode()).hexdigest()[:8]}.py"
-    capabilities = Capabilities({key: POLICY[key] for key in CHILD_POLICY} | {"submission": filename}, refuse)
+    capabilities = Capabilities({"rules": RULES, "submission": filename}, refuse)
     namespace = capabilities.namespace("candidate_submission") | (library or {})
     try:
         exec(compile_submission(PRELUDE + textwrap.dedent(source), filename), namespace)  # noqa: S102
@@ -64,9 +65,9 @@ def run(source: str, library: dict | None = None) -> tuple[dict, list[str]]:
         # the audit's routes: a module obtained as a value, then its sys
         (
             "import typing\ntry:\n    typing.no_such_name\nexcept AttributeError as e:\n    m = e.obj.sys",
-            "the attribute sys, a module outside the allowed list",
+            "typing.sys, which is a module outside the allowed list",
         ),
-        ("class Own:\n    sys = None\nimport typing\nm = typing.sys", "the attribute sys, a module outside the allowed list"),
+        ("class Own:\n    sys = None\nimport typing\nm = typing.sys", "typing.sys, which is a module outside the allowed list"),
         ("import functools\nclass Own:\n    pass\nfunctools.update_wrapper(Own(), torch.Tensor.add, assigned=('__globals__',))", "functools.update_wrapper"),
         ("import functools\ndef own(): pass\nfunctools.wraps(f, updated=('__dict' + '__',))(own)", "functools.wraps"),
         ("from functools import update_wrapper\ndef own(): pass\nupdate_wrapper(own, f, assigned=('__code__',))", "functools.wraps"),
@@ -76,12 +77,12 @@ def run(source: str, library: dict | None = None) -> tuple[dict, list[str]]:
         ("X = type(torch.Tensor)('X', (torch.Tensor,), {'__array_interface__': {}})", "defining __array_interface__"),
         ("class Lazy:\n    def __getattr__(self, name):\n        return {}", "defining __getattr__"),
         ("sys = print.__self__", "the special attribute __self__"),
-        ("import typing\nsys = [typing][0].sys", "the attribute sys, a module outside the allowed list"),
-        ("import functools\nF = functools.reduce(getattr, ['nn', 'functional'], torch)", "the attribute nn, a module outside the allowed list"),
-        ("import typing\nsys = getattr({'t': typing}['t'], 's' + 'ys')", "the attribute sys, a module outside the allowed list"),
-        ("import dataclasses\nb = dataclasses.builtins", "the attribute builtins, a module outside the allowed list"),
-        ("import enum\nm = enum.sys", "the attribute sys, a module outside the allowed list"),
-        ("from typing import sys", "the attribute sys, a module outside the allowed list"),
+        ("import typing\nsys = [typing][0].sys", "typing.sys, which is a module outside the allowed list"),
+        ("import functools\nF = functools.reduce(getattr, ['nn', 'functional'], torch)", "torch.nn, which is a module outside the allowed list"),
+        ("import typing\nsys = getattr({'t': typing}['t'], 's' + 'ys')", "typing.sys, which is a module outside the allowed list"),
+        ("import dataclasses\nb = dataclasses.builtins", "dataclasses.builtins, which is a module outside the allowed list"),
+        ("import enum\nm = enum.sys", "enum.sys, which is a module outside the allowed list"),
+        ("from typing import sys", "typing.sys, which is a module outside the allowed list"),
         # Python's machinery: frames, code, globals, closures
         ("caller = g.gi_frame", "the attribute gi_frame, Python's machinery (frame)"),
         ("c = f.__code__", "the special attribute __code__"),
@@ -111,18 +112,18 @@ def run(source: str, library: dict | None = None) -> tuple[dict, list[str]]:
             "type('W', (), {'__dict__': {'__array_interface__': {}}})",
             "a class (W) defining __dict__",
         ),
-        ("ops = torch.ops", "torch.ops (it reaches files, compilers, code, operators by name or raw memory)"),
-        ("g = torch.Graph", "part of torch's TorchScript and dispatcher internals"),
+        ("ops = torch.ops", "torch.ops, which is a module outside the allowed list (call the public torch function instead)"),
+        ("g = torch.Graph", "torch.Graph, which is not on this challenge's allow-list"),
         ("with torch.DisableTorchFunction():\n    pass", "torch.DisableTorchFunction"),
         # forbidden functions, by any syntax, on objects the file did not define
-        ("y = torch.softmax(x, -1)", "the function torch.softmax"),
-        ("y = x.softmax(-1)", "the Tensor method .softmax"),
-        ("y = getattr(torch, 'layer' + '_norm')", "the function torch.layer_norm"),
-        ("from torch import softmax", "the function torch.softmax"),
+        ("y = torch.softmax(x, -1)", "torch.softmax, which is not on this challenge's allow-list (write the softmax with exp and sum"),
+        ("y = x.softmax(-1)", "torch.Tensor.softmax, which is not on this challenge's allow-list (write the softmax"),
+        ("y = getattr(torch, 'layer' + '_norm')", "torch.layer_norm, which is not on this challenge's allow-list (write the layer norm"),
+        ("from torch import softmax", "torch.softmax, which is not on this challenge's allow-list"),
         ("match [torch]:\n    case [object(sys=s)]:\n        pass", "a class pattern read"),
         ("import numpy as np\nnp.zeros(3).tofile('f')", "numpy.ndarray.tofile"),
         ("p = x.numpy().ctypes", "numpy.ndarray.ctypes"),
-        ("s = torch.UntypedStorage.from_file('/etc/passwd', False, 64)", "torch.UntypedStorage (it reaches"),
+        ("s = torch.UntypedStorage.from_file('/etc/passwd', False, 64)", "torch.UntypedStorage, which is not on this challenge's allow-list"),
         # imports and built-ins
         ("import os", "the import of os"),
         ("import torch.nn.functional as F", "the import of torch.nn.functional"),
@@ -165,7 +166,7 @@ def run(source: str, library: dict | None = None) -> tuple[dict, list[str]]:
         ("import dataclasses\nclass H:\n    slot: int\nH.__annotations__['x if 0 else y'] = int\ndataclasses.dataclass(H)", "a dataclass field named"),
         ("import enum\nclass Base(enum.Enum):\n    pass\nE = Base._convert_('E', __name__, bool, source=torch)", "the private attribute enum.Enum._convert_"),
         ("class Lookup(super):\n    pass", "derived from super"),
-        ("import typing\nclass Spy:\n    pass\nmatch Spy():\n    case typing.sys:\n        pass", "the attribute sys, a module outside the allowed list"),
+        ("import typing\nclass Spy:\n    pass\nmatch Spy():\n    case typing.sys:\n        pass", "typing.sys, which is a module outside the allowed list"),
         # a class pattern's capture is bound before it is checked: what a read hands out as a stand-in is refused there
         ("import functools\nmatch functools:\n    case object(update_wrapper=uw):\n        pass", "a pattern capturing update_wrapper"),
         ("import abc\nmatch abc:\n    case object(ABCMeta=M):\n        pass", "a pattern capturing ABCMeta"),
@@ -183,7 +184,7 @@ def run(source: str, library: dict | None = None) -> tuple[dict, list[str]]:
         ("import abc\nclass K:\n    pass\nW = abc.ABCMeta('W', (), {K(): 1})", "a key that is not a str itself"),
         # a library metaclass building a class for the file: no __getattr__ of the file's, no member of enum's functional
         # API that is neither a name nor a pair (a deque gave the check one name and enum another)
-        ("import abc\nM = abc.ABCMeta\nW = super(M, M).__new__(M, 'W', (), {'__getattr__': lambda self, name: 0})", "defining __getattr__, built by ABCMeta"),
+        ("import abc\nM = abc.ABCMeta\nW = super(M, M).__new__(M, 'W', (), {'__getattr__': lambda self, name: 0})", "a class (W) defining __getattr__, which is not"),
         ("import collections, enum\nclass B(enum.Enum):\n    pass\nE = B('E', [collections.deque(['A', 1])])", "neither a name nor a (name, value) pair"),
         # __import__ takes names of exactly str: a subclass's own __hash__ and __eq__ would answer the checks
         ("class S(str):\n    pass\n__import__('torch', None, None, [S('exp')])", "__import__ with a name that is not a str itself"),
@@ -330,7 +331,7 @@ def test_nothing_forbidden_is_reachable_through_attributes_of_the_allowed_module
     """Walk what a submission can reach by attribute reads from the allowed modules, three deep,
     through the capability layer itself (every name of dir(), private and special ones too): no
     module outside the list, no frame, code object or forbidden function comes back."""
-    capabilities = Capabilities({key: POLICY[key] for key in CHILD_POLICY} | {"submission": "walk.py"}, _raise)
+    capabilities = Capabilities({"rules": RULES, "submission": "walk.py"}, _raise)
     forbidden = {id(obj): name for name, obj in [("torch.softmax", torch.softmax), ("Tensor.softmax", torch.Tensor.softmax), ("torch.ops", torch.ops)]}
     forbidden |= {id(torch.load): "torch.load", id(torch._C): "torch._C", id(torch.UntypedStorage.from_file): "from_file"}
     reached, seen = {}, set()
@@ -407,7 +408,7 @@ LIBRARY = {  # library code handing the file's code values no read of its own ga
         ("k = harmless()\nl = hand()", "a value a call returned, torch.load"),
         ("for k in harmlesses():\n    pass\nfor l in hands():\n    pass", "a value a loop or an assignment gave, torch.load"),
         ("a, k = harmless_pair()\na, l = pair()", "a value a loop or an assignment gave, torch.load"),
-        ("k = x.view\nl = method()", "torch.UntypedStorage"),
+        ("k = x.view\nl = method()", "an object of torch.storage.UntypedStorage"),
     ],
 )
 def test_a_value_of_a_kind_met_before_is_still_judged_by_what_it_is(source, named):
@@ -425,7 +426,7 @@ def test_the_common_read_decides_as_check_name_and_checked_attribute_do():
     and forbidden ones included, it gives what those two give: the same value, or the same
     refusal. Each name is read the full way first, so that the second read finds it judged and takes
     the short way where it may."""
-    capabilities = Capabilities({key: POLICY[key] for key in CHILD_POLICY} | {"submission": "common.py"}, _raise)
+    capabilities = Capabilities({"rules": RULES, "submission": "common.py"}, _raise)
     capabilities.namespace("candidate_submission")
     checked_name = capabilities.check_name
     full_checks = [0]
@@ -449,7 +450,6 @@ def test_the_common_read_decides_as_check_name_and_checked_attribute_do():
                     continue
                 seen.add(id(obj))
                 for name in dir(obj):
-                    capabilities._may_be_refused(name)  # every name judged, private ones too: the short way must still leave those
                     full = _outcome(lambda obj=obj, name=name: (counted(obj, name), capabilities.checked_attribute(name, getattr(obj, name), obj))[1])
                     before = full_checks[0]
                     short = _outcome(lambda obj=obj, name=name: capabilities.getattr(obj, name))
@@ -460,7 +460,7 @@ def test_the_common_read_decides_as_check_name_and_checked_attribute_do():
                         following.append(full[1])
             frontier = following
     assert differences == []
-    assert reads > 10000  # the short way was taken: the test compares something
+    assert reads > 5000  # the short way was taken: the test compares something
 
 
 CATCHER = """import typing
@@ -487,7 +487,7 @@ def test_a_refusal_ends_the_run_whatever_the_file_catches(tmp_path):
     path.write_text(CATCHER)
     report, status = grade_json(str(path), "--public")
     assert (report["verdict"], status) == ("forbidden_api", 1)
-    assert "the attribute sys, a module outside the allowed list (line 12 of solution.py)" in report["message"]
+    assert "typing.sys, which is a module outside the allowed list (line 12 of solution.py)" in report["message"]
     # the submission was called once: every later case is answered with the finding, unrun
     assert report["stdout"].strip() == "[case public_tiny, forward call]\nCALL 1" and "CAUGHT" not in report["stdout"]
     assert all(case["status"] == "forbidden_api" for case in report["cases"])
@@ -500,7 +500,7 @@ def test_annotations_under_future_annotations_stay_as_written(monkeypatch):
         "    scale: typing.ClassVar[float] = 2.0\n    heads: int\ny = [f.name for f in dataclasses.fields(Config)]\n"
     )
     found: list[str] = []
-    capabilities = Capabilities({key: POLICY[key] for key in CHILD_POLICY} | {"submission": "future.py"}, found.append)
+    capabilities = Capabilities({"rules": RULES, "submission": "future.py"}, found.append)
     module = types.ModuleType("candidate_submission")  # as the runner loads it: dataclasses looks it up
     vars(module).update(capabilities.namespace("candidate_submission"))
     monkeypatch.setitem(sys.modules, "candidate_submission", module)
@@ -511,7 +511,7 @@ def test_annotations_under_future_annotations_stay_as_written(monkeypatch):
 def test_a_class_built_out_of_sight_with_a_getattr_of_the_files_is_refused_wherever_it_is_met():
     # abc once handed __subclasshook__ the real `type`: a class built with it, claiming torch as its
     # module, is no class of the file's, and its __getattr__ could answer numpy's __array_interface__
-    capabilities = Capabilities({key: POLICY[key] for key in CHILD_POLICY} | {"submission": "sub.py"}, _raise)
+    capabilities = Capabilities({"rules": RULES, "submission": "sub.py"}, _raise)
     written: dict = {}
     exec(compile("def leak(self, name):\n    return 0\n", "sub.py", "exec"), written)  # noqa: S102
     raw = type("Raw", (), {"__getattr__": written["leak"], "__module__": "torch"})
@@ -600,30 +600,29 @@ class _Handing:
             "y = numpy.asarray(h)",
             "an object of the class Holder whose own __dict__ holds __array_interface__",
         ),
-        ("class Box:\n    def __reduce__(self):\n        return (Box, ())\ny = Box()", "a class (Box) defining __reduce__ (copy builds objects"),
+        ("class Box:\n    def __reduce__(self):\n        return (Box, ())\ny = Box()", "a class (Box) defining __reduce__, which is not"),
         # a bound method is judged as the read of its name on what it is bound to, or by its function
-        ("y = lib.bound(lambda m: m, 'c')", "torch.Tensor.untyped_storage (it reaches files"),
+        ("y = lib.bound(lambda m: m, 'c')", "torch.Tensor.untyped_storage, which is not on this challenge's allow-list"),
         ("y = lib.bound(lambda m: m, 'wrapper')", "the special attribute __getattribute__"),
         ("y = lib.bound(lambda m: m, 'python')", "the argument m of a lambda, torch.Tensor.storage"),
-        ("y = lib.bound(lambda m: m, 'module')", "the function sys._getframe, which no allowed path leads to"),
+        ("y = lib.bound(lambda m: m, 'module')", "the function sys._getframe, which no list of this challenge names"),
         # an object of a class the rules refuse (torch's deepcopy hands a tensor's storage to its set_)
-        ("y = lib.bound(lambda m: m, 'storage')", "an object of the class torch.UntypedStorage"),
+        ("y = lib.bound(lambda m: m, 'storage')", "an object of torch.storage.UntypedStorage, which no list of this challenge names"),
         # memory shared with no hold on its owner's resizing: the owner reallocated, the other side dangles
         ("import numpy\na = numpy.zeros(4)\nt = torch.from_numpy(a)\na.resize((1 << 20,), refcheck=False)", "numpy.ndarray.resize"),
         ("t = torch.frombuffer(b'0123', dtype=torch.uint8)", "torch.frombuffer"),
         ("b = bytearray(16)\nt = torch.asarray(b, dtype=torch.int64)", "the built-in bytearray"),  # grown, it frees what the tensor reads
-        ("a = x.numpy()\nx.data = torch.zeros(1)", "a change to a tensor's .data"),
+        ("a = x.numpy()\nx.data = torch.zeros(1)", "a change to torch.Tensor.data (an attribute of an object the file did not make"),
         # sparse tensors: their add kernels write at indices never checked against the size
         ("s = x.to_sparse()", "torch.Tensor.to_sparse"),
-        ("s = torch.zeros(2, layout=torch.sparse_coo)", "torch.sparse_coo"),
         ("s = torch.sparse_coo_tensor(torch.zeros(1, 1, dtype=torch.long), torch.ones(1), (2,))", "torch.sparse_coo_tensor"),
         ("i = x.indices()", "torch.Tensor.indices"),
-        ("x.data += 1", "a change to a tensor's .data"),
+        ("x.data += 1", "a change to torch.Tensor.data (an attribute of an object the file did not make"),
         ("import numpy\nn = numpy.from_dlpack(x)", "numpy.from_dlpack"),
         # operators that reach memory through indices they do not check; .data, an alias autograd does not track
         ("y = torch.segment_reduce(torch.ones(4), 'sum', offsets=torch.tensor([0, 4]), unsafe=True)", "torch.segment_reduce"),
         ("y = torch.ctc_loss", "torch.ctc_loss"),
-        ("import numpy\nr = numpy.random.RandomState(0)\nr.set_state(r.get_state())", "numpy.random.RandomState.set_state"),
+        ("import numpy\nr = numpy.random.RandomState(0)\nr.set_state(r.get_state())", "numpy.random.RandomState, which is not on this challenge's allow-list"),
         ("i = torch.zeros(2, dtype=torch.long)\ni.data.fill_(5)", "torch.Tensor.data"),
         # aliases autograd's version counter does not see, and backward kernels that trust saved indices
         ("i = torch.zeros(2, dtype=torch.long)\ni.unsafe_split(1)[0].fill_(5)", "torch.Tensor.unsafe_split"),
@@ -645,7 +644,7 @@ class _Handing:
             "record = numpy.zeros(1, dtype=[('t', object)])\nrecord[0]['t'] = [1]\ny = dataclasses.asdict(Holder(record[0]))",
             "dataclasses.asdict of a field holding a void",
         ),
-        ("y = lib.bound(lambda m: m, 'storage method')", "a method of an object that is, an object of the class torch.TypedStorage"),
+        ("y = lib.bound(lambda m: m, 'storage method')", "torch.TypedStorage.resize_, which is not on this challenge's allow-list"),
         (
             "import dataclasses\nclass Grad(torch.Tensor):\n    pass\n@dataclasses.dataclass\nclass Holder:\n    value: object\n"
             "t = torch.ones(2, requires_grad=True)\nt.grad = torch.zeros(2).as_subclass(Grad)\ny = dataclasses.asdict(Holder(t))",
