@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from grader.child.capabilities.allowed import resolve
-from grader.child.capabilities.checks import DATA
+from grader.child.capabilities.allowed import DATA, resolve
 from grader.rules import Rules
 
 SEE_RULES = "use what the Rules in the statement list (python -m grader rules prints them), or attributes your file defines"

@@ -124,10 +124,17 @@ class Rules:
         lines = [f"- **Write yourself**: {f.what}; {f.advice}." for f in self.forbidden]
         for group in self.groups:
             methods = [name for name in group.names if name.startswith(("torch.Tensor.", "numpy.ndarray."))]
-            twins = [name for name in methods if name.rpartition(".")[2] in functions]
+            bases = {name.rpartition(".")[2] for name in methods}
+
+            def twin(name: str, bases: set[str] = bases) -> bool:
+                base = name.rpartition(".")[2]
+                return base in functions or (base.endswith("_") and base.removesuffix("_") in bases)
+
+            twins = [name for name in methods if twin(name)]
             listed = [f"`{_short(name)}`" for name in group.names if name not in twins]
             if twins:
-                listed.insert(0, f"the method form of each of the {len(twins)} functions above that has one (`x.exp()`, `x.sum(dim)`)")
+                forms = "the method form of each function above that has one, and the in-place form of each method"
+                listed.insert(0, f"{forms} (`x.exp()`, `x.sum(dim)`, `x.add_(y)`): {len(twins)} in all")
             if listed:
                 lines.append(f"- **{group.title}**: {', '.join(listed)}.")
         lines.append(f"- **Tensor and array attributes**: {', '.join(f'`{_short(name)}`' for name in self.attributes)}.")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 GRADER = Path(__file__).resolve().parents[1] / "grader"
-ENTRY_POINTS = {"grader.cli", "grader.api", "grader.merge", "grader.batch.command", "grader.catalog", "grader.verify", "grader.__main__"}
+ENTRY_POINTS = {"grader.cli", "grader.api", "grader.merge", "grader.batch.command", "grader.catalog", "grader.verify", "grader.allowlist", "grader.__main__"}
 DECIDING = {
     "grader.case",
     "grader.cases",
@@ -92,8 +92,11 @@ def test_a_lower_layer_never_imports_a_higher_one(lower: str, higher: set[str]):
 def test_deciding_never_imports_the_sandbox_the_child_or_an_entry_point():
     """Cases, expected outputs, comparison, diagnosis and reports are computed apart from running
     untrusted code: none of them reaches the sandbox or the child's guard, runner or capability layer
-    (the vector-Jacobian product both sides take is grader/child/vjp.py, which holds nothing else)."""
-    running = under("grader.sandbox") | under("grader.child") - {"grader.child", "grader.child.vjp", "grader.child.wire"}
+    (the vector-Jacobian product both sides take is grader/child/vjp.py, and the allow-lists resolved to
+    the objects they name, which the static check and the capability layer both read, are
+    grader/child/capabilities/allowed.py: each holds nothing else)."""
+    shared = {"grader.child", "grader.child.vjp", "grader.child.wire", "grader.child.capabilities", "grader.child.capabilities.allowed"}
+    running = under("grader.sandbox") | under("grader.child") - shared
     banned = running | ENTRY_POINTS | {"grader.judge", "grader.seeding"} | under("grader.batch")
     broken = {f"{name} imports {imported}" for name in DECIDING for imported in GRAPH[name] & banned}
     assert broken == set()
@@ -120,6 +123,7 @@ def test_entry_points_share_code_through_lower_modules_not_through_each_other():
         ("grader.cli", "grader.batch.command"),
         ("grader.cli", "grader.catalog"),
         ("grader.cli", "grader.verify"),
+        ("grader.cli", "grader.allowlist"),
         ("grader.__main__", "grader.cli"),
     }
     broken = {(name, imported) for name in MODULES for imported in GRAPH[name] & ENTRY_POINTS} - allowed
