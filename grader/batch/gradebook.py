@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.batch.store import kept
-from grader.formats.points import DEFAULT_POINTS, Marks, marks
+from grader.formats.points import DEFAULT_POINTS, Marks, marks, shown_points
 from grader.formats.safe import csv_cell
 from grader.results import PASSED, CaseResult, Report, Verdict
 from grader.spec import Scoring
@@ -34,11 +34,6 @@ class Counting:
     @property
     def maximum(self) -> float:
         return round(self.points * 100) / 100
-
-
-def shown_points(value: float) -> str:
-    """Points as a gradebook shows them: hundredths, without trailing zeros (100, 12.5, 0.33)."""
-    return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
 def csv_row(submission_id: str, line: dict[str, Any], counting: Counting) -> list[str]:
