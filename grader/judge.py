@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from grader import policy, protocol
-from grader.notebook import NOTEBOOK_BYTES, NOTEBOOK_SUFFIX, Converted, NotebookError, convert
 from grader.child.wire import EXIT_REFUSED_UNTOLD
+from grader.notebook import NOTEBOOK_BYTES, NOTEBOOK_SUFFIX, Converted, NotebookError, convert
 from grader.protocol import ProtocolError, need
 from grader.results import PASSED, CaseResult, Check, Report, Verdict, deciding_case
 from grader.sandbox import IsolationUnavailable

@@ -74,7 +74,12 @@ def to_prairielearn(report: Report, scoring: Scoring, points: float = DEFAULT_PO
         "score": result.total / result.maximum,
         "message": line,
         "output": "\n\n".join(
-            [message, *(f"Note: {note}" for note in report.notes), *(f"Diagnosis: {sentence}" for sentence in report.diagnosis), *(f"Hint: {hint}" for hint in report.hints)]
+            [
+                message,
+                *(f"Note: {note}" for note in report.notes),
+                *(f"Diagnosis: {sentence}" for sentence in report.diagnosis),
+                *(f"Hint: {hint}" for hint in report.hints),
+            ]
         ),
         "tests": tests,
         "verdict": report.verdict.value,
