@@ -22,7 +22,15 @@ def example(name: str) -> str:
 
 def near_copy(source: str) -> str:
     """What a student who copied does to hide it: other names, other layout, a comment of their own."""
-    for old, new in [("layer_norm", "norm"), ("gelu", "act"), ("softmax", "probs"), ("attention", "attend"), ("scores", "s"), ("hidden", "h"), ("d_head", "hd")]:
+    for old, new in [
+        ("layer_norm", "norm"),
+        ("gelu", "act"),
+        ("softmax", "probs"),
+        ("attention", "attend"),
+        ("scores", "s"),
+        ("hidden", "h"),
+        ("d_head", "hd"),
+    ]:
         source = re.sub(rf"\b{old}\b", new, source)
     return "# my own work, written from scratch\n" + source.replace("    ", "  ").replace('"""', "# ", 1).split('"""', 1)[-1]
 
@@ -42,7 +50,9 @@ def notebook(source: str, magics: bool = True) -> str:
         {"cell_type": "code", "id": "solution", "metadata": {}, "execution_count": 2, "outputs": [], "source": source.splitlines(keepends=True)},
         {"cell_type": "code", "id": "help", "metadata": {}, "execution_count": 3, "outputs": [], "source": ["mlm_forward_tied?\n"] if magics else []},
     ]
-    return json.dumps({"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}}, "nbformat": 4, "nbformat_minor": 5}, indent=1)
+    return json.dumps(
+        {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}}, "nbformat": 4, "nbformat_minor": 5}, indent=1
+    )
 
 
 def student_zip(inner: dict[str, str]) -> bytes:

@@ -53,7 +53,14 @@ def a_class(tmp_path: Path) -> tuple[Path, dict[str, Path]]:
         results_line("1003", "leeann", "wrong_answer", {"soft_mask": "values"}, "The mask is applied as a hard threshold."),
         results_line("1004", "kimmin", "wrong_answer", {"soft_mask": "values", "float64": "gradient"}, "The mask is applied as a hard threshold."),
         results_line("1005", "parkjo", "runtime_error", {"basic": "exception", "soft_mask": "exception", "float64": "exception"}),
-        {"id": "notes", "name": "", "verdict": "invalid_submission", "message": "notes.txt is not graded", "cases": [], "not_graded": "notes.txt is not graded"},
+        {
+            "id": "notes",
+            "name": "",
+            "verdict": "invalid_submission",
+            "message": "notes.txt is not graded",
+            "cases": [],
+            "not_graded": "notes.txt is not graded",
+        },
     ]
     results = tmp_path / "results.jsonl"
     results.write_text("".join(json.dumps(line) + "\n" for line in lines))

@@ -143,17 +143,34 @@ def test_regrading_one_student_keeps_every_row_of_the_gradebook(tmp_path):
 
 
 def graded_lines() -> dict[str, dict]:
-    traceback = 'case public_tiny failed (0 of 52 cases passed): raised during the call:\n  File "solution.py", line 36, in f\n    x = w[i]\n        ~^^^\nNameError: name \'x\' is not defined'
+    traceback = (
+        "case public_tiny failed (0 of 52 cases passed): raised during the call:\n"
+        '  File "solution.py", line 36, in f\n    x = w[i]\n        ~^^^\n'
+        "NameError: name 'x' is not defined"
+    )
     return {
         "1001": {"id": "1001", "name": "smithbob", "verdict": "accepted", "message": "all 2 cases passed", "cases": [["basic", "passed", False]] * 2},
-        "1002": {"id": "1002", "name": "doe, jane", "late": True, "verdict": "runtime_error", "message": traceback, "cases": [["basic", "runtime_error", False]] * 2},
+        "1002": {
+            "id": "1002",
+            "name": "doe, jane",
+            "late": True,
+            "verdict": "runtime_error",
+            "message": traceback,
+            "cases": [["basic", "runtime_error", False]] * 2,
+        },
         "notes": {"id": "notes", "name": "", "verdict": "invalid_submission", "message": "notes.txt is not graded", "cases": [], "not_graded": "why"},
     }
 
 
 def test_the_message_column_gives_the_exception_not_the_first_traceback_line():
-    assert message_line(graded_lines()["1002"]["message"]) == "case public_tiny failed (0 of 52 cases passed): raised during the call: NameError: name 'x' is not defined"
-    assert message_line("1 use of forbidden APIs (see the rules):\n  line 3:5: `torch.softmax`: forbidden") == "1 use of forbidden APIs (see the rules): line 3:5: `torch.softmax`: forbidden"
+    assert (
+        message_line(graded_lines()["1002"]["message"])
+        == "case public_tiny failed (0 of 52 cases passed): raised during the call: NameError: name 'x' is not defined"
+    )
+    assert (
+        message_line("1 use of forbidden APIs (see the rules):\n  line 3:5: `torch.softmax`: forbidden")
+        == "1 use of forbidden APIs (see the rules): line 3:5: `torch.softmax`: forbidden"
+    )
 
 
 def test_the_gradebook_is_written_in_canvas_and_moodles_own_import_formats(tmp_path):
@@ -251,7 +268,12 @@ def test_a_closed_standard_output_is_named_and_the_batch_exits_quietly(tmp_path)
     reader, writer = os.pipe()
     os.close(reader)  # as `| head` does once it has its lines
     done = subprocess.run(
-        [sys.executable, "-m", "grader", "batch", str(folder), "--out", str(out)], cwd=ROOT, stdout=writer, stderr=subprocess.PIPE, text=True, env=os.environ | SECRET
+        [sys.executable, "-m", "grader", "batch", str(folder), "--out", str(out)],
+        cwd=ROOT,
+        stdout=writer,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ | SECRET,
     )
     os.close(writer)
     assert done.returncode == 141, done.stderr
