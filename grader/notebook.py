@@ -157,18 +157,41 @@ def convert(data: bytes, name: str) -> Converted:
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise NotebookError(f"not a Jupyter notebook that nbformat can read ({first[:200]}); save it again from Jupyter, or submit a .py file") from None
     cells = list(notebook.get("cells") or [])
-    joined: list[str] = []
-    spans: list[Cell] = []
+    code: list[tuple[int, list[str]]] = []
     neutralised: list[str] = []
+    futures: list[str] = []
     for number, cell in enumerate(cells, start=1):
         if cell.get("cell_type") != "code":
             continue
         source = cell.get("source") or ""
         source = "".join(source) if isinstance(source, list) else str(source)
         lines, said = _python_cell(source, number)
+        code.append((number, _without_futures(lines, futures)))
+        neutralised += said
+    if not code:
+        raise NotebookError(f"the notebook has no code cell ({len(cells)} cells, none of them code): write your solution in a code cell", no_code=True)
+    # `from __future__ import ...` must begin a file; in Jupyter it begins its cell and holds from then
+    # on: each such import is moved to one first line of the joined file (its own line becomes a pass).
+    joined = [f"from __future__ import {', '.join(dict.fromkeys(futures))}"] if futures else []
+    spans = []
+    for number, lines in code:
         spans.append(Cell(number, len(joined) + 1, max(1, len(lines))))
         joined += lines or [""]
-        neutralised += said
-    if not spans:
-        raise NotebookError(f"the notebook has no code cell ({len(cells)} cells, none of them code): write your solution in a code cell", no_code=True)
     return Converted(name, "\n".join(joined) + "\n", spans, len(cells), neutralised)
+
+
+_FUTURE = re.compile(r"\s*from\s+__future__\s+import\s+\(?\s*([\w\s,]+?)\s*\)?\s*(?:#.*)?$")
+
+
+def _without_futures(lines: list[str], futures: list[str]) -> list[str]:
+    """The cell's lines with each one-line `from __future__ import` replaced by a pass, its names
+    added to `futures`."""
+    result = []
+    for line in lines:
+        match = _FUTURE.fullmatch(line)
+        if match and not line.startswith((" ", "\t")):
+            futures += [name.strip() for name in match[1].split(",") if name.strip()]
+            result.append(f"pass  # {line.strip()}: moved to the first line")
+        else:
+            result.append(line)
+    return result

@@ -66,7 +66,7 @@ def _histogram(points: list[float], top: float) -> str:
             f'<rect class="bin" data-count="{n}" x="{x}" y="{height - h + 10}" width="{bar}" height="{h}" fill="#4a78b5"><title>{label}: {n}</title></rect>'
         )
         parts.append(f'<text x="{x + bar / 2}" y="{height + 5}" font-size="11" text-anchor="middle">{n}</text>')
-        parts.append(f'<text x="{x + bar / 2}" y="{height + 25}" font-size="10" text-anchor="middle">{shown_points(low)}</text>')
+        parts.append(f'<text x="{x + bar / 2}" y="{height + 25}" font-size="10" text-anchor="middle">{shown_points(low)}-{shown_points(high)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
