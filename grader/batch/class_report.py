@@ -26,7 +26,7 @@ body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padd
 h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.8em;border-bottom:1px solid #ccc}
 table{border-collapse:collapse}td,th{padding:.2em .6em;text-align:left;vertical-align:top;border-bottom:1px solid #eee}
 td.n{text-align:right;font-variant-numeric:tabular-nums}.bar{background:#4a78b5;height:.8em;display:inline-block}
-.side{display:grid;grid-template-columns:1fr 1fr;gap:1em}pre{background:#f6f6f6;padding:.6em;overflow:auto;font-size:12px;margin:0}
+.side{display:grid;grid-template-columns:1fr 1fr;gap:1em}.side>div{min-width:0}pre{background:#f6f6f6;padding:.6em;overflow:auto;font-size:12px;margin:0}
 mark{background:#ffd36b}details{margin:.4em 0}summary{cursor:pointer}.muted{color:#666}
 """
 
@@ -146,9 +146,10 @@ def _pairs_section(comparison: Comparison, names: dict[str, str]) -> str:
     if not comparison.pairs:
         return intro + '<p id="no-pairs">No pair of submissions is unusually similar.</p>'
     rows = []
-    for pair in comparison.pairs:
+    for index, pair in enumerate(comparison.pairs):
+        shown = " open" if index == 0 else ""  # the most similar pair side by side at once; the others a click away
         rows.append(
-            f'<details class="pair" data-a="{_e(pair.a.id)}" data-b="{_e(pair.b.id)}"><summary><b>{round(pair.similarity * 100)}%</b> '
+            f'<details class="pair" data-a="{_e(pair.a.id)}" data-b="{_e(pair.b.id)}"{shown}><summary><b>{round(pair.similarity * 100)}%</b> '
             f'{who(pair.a.id)} and {who(pair.b.id)} <span class="muted">({round(pair.share_a * 100)}% of the first\'s code, '
             f"{round(pair.share_b * 100)}% of the second's)</span></summary>"
             f'<div class="side"><div><b>{who(pair.a.id)}</b><pre>{_marked(pair.a, pair.marked_a)}</pre></div>'
@@ -201,7 +202,7 @@ def build(lines: dict[str, dict[str, Any]], spec: Spec, counting: Counting, comp
         _bars(diagnoses.most_common(10), students, "diagnosis (its first sentence)"),
         "<h2>Commonest messages</h2>",
         _bars(messages.most_common(10), students, "message (of what was not accepted)"),
-        "<h2>Unusually similar submissions</h2>",
+        '<h2 id="pairs">Unusually similar submissions</h2>',
         _pairs_section(comparison, names),
     ]
     head = f'<meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="{CSP}"><title>Class report: {_e(spec.id)}</title><style>{STYLE}</style>'
