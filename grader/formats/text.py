@@ -123,13 +123,13 @@ def _what_failed(report: Report, whole: bool, ran: bool, verbose: bool) -> list[
     return lines
 
 
-def render_text(report: Report, spec: Spec | None, verbose: bool = False, staff: bool = False, points: float | None = None) -> str:
+def render_text(report: Report, spec: Spec | None, verbose: bool = False, staff: bool = False, points: float | None = None, isolation: bool = False) -> str:
     """The human report, what a student reads first at the top: the verdict, the points out of
     `points` (counted as every platform format counts them; none for a public run or a grader
     fault), how the submission was read, the diagnosis, then what failed, then the table of cases.
     staff=True adds what the candidate's report withholds (CaseResult.withhold) and how the
-    submission was walled in. spec None: the spec could not be read (a grader_error): no
-    tolerances are shown."""
+    submission was walled in (isolation=True: that alone, for the candidate's own kit, whose run is
+    theirs). spec None: the spec could not be read (a grader_error): no tolerances are shown."""
     lines = [f"Submission: {report.submission}", _verdict_line(report)]
     whole = rejected_as_a_whole(report)
     ran = any(c.seconds is not None or c.check for c in report.cases)
@@ -162,8 +162,8 @@ def render_text(report: Report, spec: Spec | None, verbose: bool = False, staff:
         if text.strip():
             lines += _printed(name, text, spec.limits.output_bytes if spec else None)
     # How the child was walled in is for staff: a student reads the seed's public id and the time.
-    isolation = f", isolation: {report.isolation}" if staff else ""
-    lines += ["", f"seed {report.seed_id}{isolation}, {report.seconds:.1f}s"]
+    walls = f", isolation: {report.isolation}" if staff or isolation else ""
+    lines += ["", f"seed {report.seed_id}{walls}, {report.seconds:.1f}s"]
     if report.public_only and report.verdict == Verdict.ACCEPTED:  # the last word: a pass of the public cases is not a verdict
         lines += ["", report.message]
     elif report.public_only:
