@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from grader import __version__
@@ -132,8 +133,15 @@ def save_public_cases(spec: Spec, folder: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Never a traceback: usage errors are one line on stderr (exit status 2); a fault of the grader
-    is a grader_error report in the requested format (exit status 2)."""
-    argv = sys.argv[1:] if argv is None else argv
+    is a grader_error report in the requested format (exit status 2). No warning of the grader's own
+    process (torch's, nbformat's) reaches the output: what a submission warns is its child's stderr,
+    captured apart and shown in its report."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _command(sys.argv[1:] if argv is None else argv)
+
+
+def _command(argv: list[str]) -> int:
     if argv[:1] == ["batch"]:
         from grader.batch import command
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from grader import policy, protocol
 from grader.child.wire import EXIT_REFUSED_UNTOLD
+from grader.notebook import NOTEBOOK_BYTES, NOTEBOOK_SUFFIX, Converted, NotebookError, convert
 from grader.protocol import ProtocolError, need
 from grader.results import PASSED, CaseResult, Check, Report, Verdict, deciding_case
 from grader.sandbox import IsolationUnavailable
@@ -73,12 +74,8 @@ class Rejection(Exception):
         self.message = message
 
 
-def read_source(path: Path, limit: int) -> tuple[bytes, ast.Module]:
-    """The file's bytes and syntax tree, or Rejection(compile_error) saying why not."""
-
-    def reject(why: str) -> Rejection:
-        return Rejection(Verdict.COMPILE_ERROR, f"{path.name}: {why}")
-
+def _read_bytes(path: Path, limit: int, reject: Callable[[str], Rejection]) -> bytes:
+    """The file's bytes, or Rejection saying why they cannot be read (not a regular file, over `limit`)."""
     try:
         info = path.stat()
         if not stat.S_ISREG(info.st_mode):
@@ -86,11 +83,36 @@ def read_source(path: Path, limit: int) -> tuple[bytes, ast.Module]:
         if info.st_size > limit:
             raise reject(f"the file is {info.st_size} bytes; the limit is {limit} bytes ({limit // 1024} KiB)")
         with open(path, "rb") as f:
-            source = f.read(limit + 1)
+            data = f.read(limit + 1)
     except OSError as error:
         raise reject(f"cannot be read ({error.strerror})") from None
-    if len(source) > limit:
+    if len(data) > limit:
         raise reject(f"the file is over the limit of {limit} bytes")
+    return data
+
+
+def _parse(text: str, name: str, reject: Callable[[str], Rejection], where: Callable[[int], str] = lambda line: f"line {line}") -> ast.Module:
+    """The syntax tree of the code, or Rejection(compile_error) saying why there is none; where(L)
+    names line L for the message (a notebook's cell and line)."""
+    try:
+        return ast.parse(text, filename=name)
+    except SyntaxError as error:
+        at = f"{where(error.lineno)}, column {error.offset}" if error.lineno else "unknown position"
+        shown = f"\n    {error.text.rstrip()}" if error.text else ""
+        raise reject(f"syntax error at {at}: {error.msg}{shown}") from None
+    except ValueError as error:  # e.g. NUL bytes
+        raise reject(f"cannot be parsed: {error}") from None
+    except (RecursionError, MemoryError):  # the parser's own limits, on pathological nesting
+        raise reject("too deeply nested to parse (an expression or block nested thousands of levels deep); split it into smaller statements") from None
+
+
+def read_source(path: Path, limit: int) -> tuple[bytes, ast.Module]:
+    """The file's bytes and syntax tree, or Rejection(compile_error) saying why not."""
+
+    def reject(why: str) -> Rejection:
+        return Rejection(Verdict.COMPILE_ERROR, f"{path.name}: {why}")
+
+    source = _read_bytes(path, limit, reject)
     # A UTF-8 byte-order mark (some editors write one) is not part of the code; Python accepts it
     # when it imports the file, so the bytes for the child keep it.
     bom = len(codecs.BOM_UTF8) if source.startswith(codecs.BOM_UTF8) else 0
@@ -107,17 +129,42 @@ def read_source(path: Path, limit: int) -> tuple[bytes, ast.Module]:
         raise reject(f"{error.msg}; submissions are UTF-8: remove the coding declaration") from None
     if declared not in ("utf-8", "utf-8-sig"):
         raise reject(f"the file declares the encoding {declared} (a `# coding:` line); submissions are UTF-8: remove that line")
+    return source, _parse(text, path.name, reject)
+
+
+def read_notebook(path: Path, limit: int) -> tuple[bytes, ast.Module, Converted]:
+    """A notebook's code cells joined as one file (grader/notebook.py): its bytes, its syntax tree
+    and where each line came from; or Rejection saying why not (compile_error for a file that is
+    not a notebook or whose code does not parse, invalid_submission for a notebook without code).
+    `limit` bounds the code, not the notebook, which also holds the cells' outputs."""
+
+    def reject(why: str, verdict: Verdict = Verdict.COMPILE_ERROR) -> Rejection:
+        return Rejection(verdict, f"{path.name}: {why}")
+
+    data = _read_bytes(path, NOTEBOOK_BYTES, reject)
     try:
-        tree = ast.parse(text, filename=path.name)
+        notebook = convert(data, path.name)
+    except NotebookError as error:
+        raise reject(str(error), Verdict.INVALID_SUBMISSION if error.no_code else Verdict.COMPILE_ERROR) from None
+    source = notebook.source.encode()
+    if len(source) > limit:
+        raise reject(f"its code cells hold {len(source)} bytes of code; the limit is {limit} bytes ({limit // 1024} KiB)")
+    # Python reads the joined file as the child will: a coding declaration in a cell is refused as in a .py file.
+    try:
+        declared, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
     except SyntaxError as error:
-        where = f"line {error.lineno}, column {error.offset}" if error.lineno else "unknown position"
-        shown = f"\n    {error.text.rstrip()}" if error.text else ""
-        raise reject(f"syntax error at {where}: {error.msg}{shown}") from None
-    except ValueError as error:  # e.g. NUL bytes
-        raise reject(f"cannot be parsed: {error}") from None
-    except (RecursionError, MemoryError):  # the parser's own limits, on pathological nesting
-        raise reject("too deeply nested to parse (an expression or block nested thousands of levels deep); split it into smaller statements") from None
-    return source, tree
+        raise reject(f"{error.msg}; remove the coding declaration from the first cell") from None
+    if declared not in ("utf-8", "utf-8-sig"):
+        raise reject(f"the first code cell declares the encoding {declared} (a `# coding:` line); remove that line")
+    return source, _parse(notebook.source, path.name, reject, notebook.where), notebook
+
+
+def read_submission(path: Path, limit: int) -> tuple[bytes, ast.Module, Converted | None]:
+    """A .py file (read_source) or a Jupyter notebook (read_notebook): the code's bytes, its syntax
+    tree, and for a notebook where each line came from."""
+    if path.suffix == NOTEBOOK_SUFFIX:
+        return read_notebook(path, limit)
+    return (*read_source(path, limit), None)
 
 
 def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: dict[str, Tensor], spec: Spec, result: CaseResult) -> None:
@@ -545,14 +592,17 @@ def grade(
     )
     cases: list[Case] = []
     received: Received = {}  # case name -> what the child returned, failing cases only
+    notebook: Converted | None = None
     try:
-        source, tree = read_source(path, spec.limits.source_bytes)
+        source, tree, notebook = read_submission(path, spec.limits.source_bytes)
+        if notebook is not None:
+            report.notes.append(notebook.summary())
         if prepared is not None:  # a batch has imported torch: the check takes milliseconds, and a refused file costs no child
             _check_policy(source, tree, spec, static_check)
     except Rejection as rejection:
         report.verdict, report.message = rejection.verdict, rejection.message
         report.seconds = time.monotonic() - started
-        return report
+        return _in_cells(report, notebook)
 
     # ignore_cleanup_errors: under the uid backend the runner user may leave files we cannot remove
     with tempfile.TemporaryDirectory(prefix="mlm-grader-", ignore_cleanup_errors=True) as workdir:
@@ -577,4 +627,13 @@ def grade(
         finding = analyse(cases, report.cases, received, spec)
         report.diagnosis, report.diagnosis_keys = finding.sentences, sorted(finding.keys())
     report.seconds = time.monotonic() - started
+    return _in_cells(report, notebook)
+
+
+def _in_cells(report: Report, notebook: Converted | None) -> Report:
+    """A notebook's report with each line of the joined file named as its cell and line."""
+    if notebook is not None:
+        report.message = notebook.relocate(report.message)
+        for case in report.cases:
+            case.message, case.staff_message = notebook.relocate(case.message), notebook.relocate(case.staff_message)
     return report

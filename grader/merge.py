@@ -19,7 +19,7 @@ from typing import Any, TextIO
 from grader.batch.exits import EXIT_USAGE, UsageError
 from grader.batch.gradebook import CSV_COLUMNS, Counting
 from grader.batch.store import kept
-from grader.batch.summary import conclude
+from grader.batch.summary import Gradebook, conclude
 from grader.formats.points import DEFAULT_POINTS, points_value
 from grader.results import Verdict
 from grader.spec import SetupError, Spec, UnknownProblem, add_problem_arguments, problem_spec, spec_of_arguments
@@ -135,7 +135,8 @@ def merge(shards: list[Path], out: Path, csv_path: Path | None, log: TextIO, spe
         temporary.unlink(missing_ok=True)
     done = {i: kept(merged[i][1]) for i in ordered}
     where = f"merged {len(shards)} shard files: {len(done)} submissions in {out}"
-    return conclude(done, where, csv_path, log, counting, retry="rerun the batch of their shard to retry them, then merge again")
+    gradebook = Gradebook(csv_path) if csv_path else None
+    return conclude(done, where, gradebook, log, counting, retry="rerun the batch of their shard to retry them, then merge again")
 
 
 def main(argv: list[str]) -> int:

@@ -144,6 +144,9 @@ class Report:
     diagnosis_keys: list[str] = field(default_factory=list)  # what the diagnosis found, by name (grader/diagnosis.py Finding.keys)
     problem: str = ""  # the challenge's id (problem/<id>/)
     problem_digest: str = ""  # a hash of its whole package (grader/spec.py package_digest)
+    # How the submission was read, for the candidate: a notebook's code cells and what of them was not
+    # run (grader/notebook.py), the file chosen among several a student handed in (grader/batch/lms.py).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def score(self) -> float:

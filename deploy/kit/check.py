@@ -98,9 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     count = len(cases)
     if report.verdict == Verdict.ACCEPTED:  # the public cases alone never make a verdict: the report's last line says so
         report.message = f"all {count} public cases passed; the hidden cases are run by the grader"
-        print(render_text(report, spec, verbose=True))
+        print(render_text(report, spec, verbose=True, isolation=True))  # the candidate's own run: how it was walled in is theirs to know
         return EXIT_PASSED
-    print(render_text(report, spec, verbose=True))
+    print(render_text(report, spec, verbose=True, isolation=True))  # the candidate's own run: how it was walled in is theirs to know
     print(f"\n{sum(c.passed for c in report.cases)} of {count} public cases passed; fix what is reported above, then run check.py again")
     return EXIT_FAILED
 
