@@ -196,6 +196,7 @@ def test_the_gradebook_is_written_in_canvas_and_moodles_own_import_formats(tmp_p
     assert [r["late"] for r in rows] == ["", "yes", ""]
 
 
+@pytest.mark.sandbox
 def test_a_canvas_gradebook_needs_the_assignments_column_title(tmp_path):
     result = run_grader("batch", str(tmp_path), "--out", str(tmp_path / "r.jsonl"), "--csv", str(tmp_path / "g.csv"), "--gradebook", "canvas")
     assert result.returncode == 2 and "--gradebook canvas needs --assignment 'TITLE (ID)'" in result.stderr
@@ -259,6 +260,7 @@ def test_an_archive_is_never_graded_as_python(tmp_path):
 # --- standard output and the grader's own warnings ----------------------------------------------------------
 
 
+@pytest.mark.sandbox
 def test_a_closed_standard_output_is_named_and_the_batch_exits_quietly(tmp_path):
     folder = tmp_path / "class"
     folder.mkdir()
@@ -282,6 +284,7 @@ def test_a_closed_standard_output_is_named_and_the_batch_exits_quietly(tmp_path)
     assert all(json.loads(line)["verdict"] == "compile_error" for line in out.read_text().splitlines())
 
 
+@pytest.mark.sandbox
 def test_no_warning_of_the_graders_own_reaches_the_output(tmp_path, monkeypatch, capsys):
     import warnings
 
