@@ -1,9 +1,10 @@
 """Auto-grader for the tied-head MLM forward pass. Run it as `python -m grader SUBMISSION`, or
-`python -m grader batch PATH...` for many; from Python: `from grader import Grader, grade_source, grade_many`."""
+`python -m grader batch PATH...` for many, `python -m grader serve` over HTTP; from Python: `from grader import Grader,
+AsyncGrader, grade_source, grade_many` (grader.client for the service)."""
 
 __version__ = "0.1.0"
 
-_API = ("Grader", "grade_source", "grade_many", "Report")
+_API = ("Grader", "AsyncGrader", "grade_source", "grade_many", "Report")
 
 
 def __getattr__(name: str) -> object:
