@@ -10,12 +10,12 @@ AsyncClient for asyncio, on httpx. Their grade and grade_many are Grader's (grad
         for report in client.grade_many({"a": source_a, "b": source_b}):
             print(report.id, report.verdict, report.reward)
 
-Trying again is theirs: a request refused for a while (429 with Retry-After when the service's queue
-is full, 503 while it starts or stops), a failure of the transport (refused, reset, timed out) or of
-the service (5xx), and a report that is no verdict (`retryable`, a grader_error) are sent again, up to
-`retries` times, after the wait Retry-After gives or else after a backoff (backoff, twice that, ...
-up to max_backoff seconds, jittered). Grading is a pure function of the source, so sending it again
-is safe.
+Trying again is theirs. A request refused for a while (429 with Retry-After when the service's queue
+is full, 503 while it starts or stops) is sent again after the wait Retry-After gives, for as long
+as `patience` seconds from the call allow. A failure of the transport (refused, reset, timed out) or
+of the service (another 5xx), and a report that is no verdict (`retryable`, a grader_error), are
+sent again up to `retries` times, after a backoff (backoff, twice that, ... up to max_backoff
+seconds, jittered). Grading is a pure function of the source, so sending it again is safe.
 
 What still fails after that comes back as a grader_error report (`retryable`, no reward, the message
 saying what failed), never as an exception and never as a verdict: an infrastructure failure must
@@ -40,7 +40,7 @@ from grader.results import Verdict
 
 Source = str | bytes
 Sources = Iterable[Source] | Mapping[str, Source]
-RETRIED = (429, 502, 503, 504)  # a service refusing for a while, or a proxy before it
+REFUSED_FOR_A_WHILE = (429, 503)  # the queue is full; starting or stopping: waited out within `patience`
 BATCH_BYTES = 8 * 1024 * 1024  # a batch request's sources, at most (the service takes 32 MiB)
 BATCH_COUNT = 1000  # submissions in one batch request, at most (the service takes 5000)
 
@@ -93,14 +93,14 @@ def _retry_after(response: httpx.Response) -> float | None:
 
 
 class _Policy:
-    """What Client and AsyncClient share: the request's form, what an answer means, how long to wait."""
+    """What Client and AsyncClient share: the request's form, what an answer means, the report of no verdict."""
 
-    def __init__(self, url: str, token: str | None, problem: str | None, retries: int, backoff: float, max_backoff: float) -> None:
-        if retries < 0 or backoff <= 0 or max_backoff < backoff:
-            raise ValueError("retries must be at least 0, and 0 < backoff <= max_backoff")
+    def __init__(self, url: str, token: str | None, problem: str | None, retries: int, backoff: float, max_backoff: float, patience: float) -> None:
+        if retries < 0 or backoff <= 0 or max_backoff < backoff or patience < 0:
+            raise ValueError("retries and patience must be at least 0, and 0 < backoff <= max_backoff")
         self.url = url.rstrip("/")
         self.token = token
-        self.problem, self.retries, self.backoff, self.max_backoff = problem, retries, backoff, max_backoff
+        self.problem, self.retries, self.backoff, self.max_backoff, self.patience = problem, retries, backoff, max_backoff, patience
 
     def request(self, body: dict[str, Any]) -> dict[str, Any]:
         """httpx's keywords for a request with this JSON body (ASCII: httpx's own json= cannot carry
@@ -120,29 +120,61 @@ class _Policy:
             body["deadline_seconds"] = deadline
         return body
 
-    def wait(self, attempt: int, told: float | None) -> float:
-        """Seconds before trying again: what Retry-After told (spread a little, so that many
-        clients do not come back at once), else the backoff of this attempt; at most max_backoff."""
-        if told is not None:
-            return min(self.max_backoff, told * random.uniform(1.0, 1.5))
-        return min(self.max_backoff, self.backoff * 2**attempt) * random.uniform(0.5, 1.0)
-
-    def refused(self, response: httpx.Response) -> str | None:
-        """Why a refusal is worth another try (429, 503, a 5xx), or None; ServiceError for the caller's mistakes."""
-        if response.status_code in RETRIED or response.status_code >= 500:
-            return f"the service answered HTTP {response.status_code}: {_error_message(response)}"
-        if response.status_code != 200:
+    def check(self, response: httpx.Response) -> None:
+        """ServiceError for an answer that says the caller erred (a 4xx, but 429)."""
+        if 400 <= response.status_code < 500 and response.status_code not in REFUSED_FOR_A_WHILE:
             raise ServiceError(response.status_code, _error_message(response))
-        return None
 
-    def no_verdict(self, key: str, problem: str | None, failure: str, tries: int) -> Report:
-        """The report of a submission the service could not grade, after `tries` tries."""
+    def no_verdict(self, key: str, problem: str | None, tries: "_Tries") -> Report:
+        """The report of a submission the service could not grade."""
+        count = tries.count
         message = (
-            f"no verdict: the grading service at {self.url} could not grade this submission after {tries} "
-            f"tr{'y' if tries == 1 else 'ies'} (the last: {failure}); not the submission's fault: grade it again later"
+            f"no verdict: the grading service at {self.url} could not grade this submission after {count} "
+            f"tr{'y' if count == 1 else 'ies'} in {tries.seconds():.0f} s (the last: {tries.why}); not the submission's fault: grade it again later"
         )
         plain = PlainReport(Verdict.GRADER_ERROR, message, f"<source {key}>" if key else "<source>", "", "", problem=problem or self.problem or "")
         return Report.of(plain, key, None)
+
+
+class _Tries:
+    """One call's tries: a failure counts against `retries`; a refusal for a while (429, 503) is
+    waited out as long as `patience` allows. after() gives the seconds to wait before the next try,
+    or None: no more tries."""
+
+    def __init__(self, policy: _Policy) -> None:
+        self.policy = policy
+        self.failures = self.refusals = 0
+        self.started = time.monotonic()
+        self.why = ""
+
+    @property
+    def count(self) -> int:
+        return self.failures + self.refusals + 1
+
+    def seconds(self) -> float:
+        return time.monotonic() - self.started
+
+    def after(self, response: httpx.Response | None, why: str) -> float | None:
+        """After a try that gave no verdict: a transport failure (response None), a refusal, a 5xx,
+        or a retryable report (a 200)."""
+        self.why = why
+        policy = self.policy
+        if response is not None and response.status_code in REFUSED_FOR_A_WHILE:
+            told = _retry_after(response)
+            wait = min(policy.max_backoff, told * random.uniform(1.0, 1.5)) if told is not None else self._backoff(self.refusals)
+            self.refusals += 1
+            return wait if self.seconds() + wait <= policy.patience else None
+        if self.failures >= policy.retries:
+            return None
+        self.failures += 1
+        return self._backoff(self.failures - 1)
+
+    def _backoff(self, attempt: int) -> float:
+        return min(self.policy.max_backoff, self.policy.backoff * 2**attempt) * random.uniform(0.5, 1.0)
+
+
+def _why(response: httpx.Response) -> str:
+    return f"the service answered HTTP {response.status_code}: {_error_message(response)}"
 
 
 class Client:
@@ -154,9 +186,10 @@ class Client:
 
     url: the service's address; token: its MLM_GRADER_TOKEN (None when it has none); problem: the
     challenge when a call names none (default: the service's default); timeout: seconds to wait for
-    one answer (above the service's deadline, 300 s by default); retries, backoff, max_backoff: how
-    often and how long to try again (see the module's docstring); http: an httpx.Client of your own
-    (TLS, proxies, event hooks), which close() leaves open."""
+    one answer (above the service's deadline, 300 s by default); retries, backoff, max_backoff,
+    patience: how often and how long to try again (see the module's docstring: a failure is tried
+    `retries` more times, a full queue is waited out for up to `patience` seconds from the call);
+    http: an httpx.Client of your own (TLS, proxies, event hooks), which close() leaves open."""
 
     def __init__(
         self,
@@ -165,12 +198,13 @@ class Client:
         token: str | None = None,
         problem: str | None = None,
         timeout: float = 600.0,
-        retries: int = 6,
+        retries: int = 4,
         backoff: float = 0.5,
         max_backoff: float = 30.0,
+        patience: float = 900.0,
         http: httpx.Client | None = None,
     ) -> None:
-        self._policy = _Policy(url, token, problem, retries, backoff, max_backoff)
+        self._policy = _Policy(url, token, problem, retries, backoff, max_backoff, patience)
         limits = httpx.Limits(max_connections=512, max_keepalive_connections=64)
         self._own = http is None
         self._http = http or httpx.Client(timeout=httpx.Timeout(timeout, connect=10.0), limits=limits)
@@ -191,24 +225,26 @@ class Client:
         a retryable grader_error."""
         policy = self._policy
         body = policy.body(problem, public_only, deadline) | {"source": _text(source), "id": id}
-        failure = ""
-        for attempt in range(policy.retries + 1):
-            told = None
+        tries = _Tries(policy)
+        while True:
             try:
                 response = self._http.post(f"{policy.url}/v1/grade", **policy.request(body))
             except httpx.TransportError as error:
-                failure = f"{type(error).__name__}: {error}"
+                wait = tries.after(None, f"{type(error).__name__}: {error}")
             else:
-                failure = policy.refused(response) or ""
-                told = _retry_after(response)
-                if not failure:
+                policy.check(response)
+                if response.status_code != 200:
+                    wait = tries.after(response, _why(response))
+                else:
                     report = Report.from_response(response.json())
-                    if not report.retryable or attempt == policy.retries:
+                    if not report.retryable:
                         return report
-                    failure = report.message
-            if attempt < policy.retries:
-                time.sleep(policy.wait(attempt, told))
-        return policy.no_verdict(id, problem, failure, policy.retries + 1)
+                    wait = tries.after(response, report.message)
+                    if wait is None:
+                        return report
+            if wait is None:
+                return policy.no_verdict(id, problem, tries)
+            time.sleep(wait)
 
     def grade_many(self, sources: Sources, *, problem: str | None = None, public_only: bool = False, deadline: float | None = None) -> Iterator[Report]:
         """Grade many sources through POST /v1/grade/batch; yields each report as the service
@@ -219,37 +255,38 @@ class Client:
 
     def _batch(self, todo: dict[str, str], problem: str | None, public_only: bool, deadline: float | None) -> Iterator[Report]:
         policy = self._policy
-        failure = ""
-        for attempt in range(policy.retries + 1):
-            last = attempt == policy.retries
-            told = None
+        tries = _Tries(policy)
+        while True:
+            response, why, kept = None, "", {}
             body = policy.body(problem, public_only, deadline) | {"submissions": [{"id": k, "source": s} for k, s in todo.items()]}
             try:
                 with self._http.stream("POST", f"{policy.url}/v1/grade/batch", **policy.request(body)) as response:
                     if response.status_code != 200:
                         response.read()
-                    failure = policy.refused(response) or ""
-                    told = _retry_after(response)
-                    if not failure:
+                        policy.check(response)
+                        why = _why(response)
+                    else:
                         for line in response.iter_lines():
-                            if not line.strip():
-                                continue
-                            report = Report.from_response(json.loads(line))
-                            if report.id in todo and (last or not report.retryable):
+                            if line.strip():
+                                report = Report.from_response(json.loads(line))
+                                if report.id not in todo:
+                                    continue
+                                if report.retryable:
+                                    kept[report.id], why = report, report.message
+                                    continue
                                 del todo[report.id]
                                 yield report
-                            elif report.retryable:
-                                failure = report.message
-                        if todo and not failure:
-                            failure = "the answer ended before every submission had its line"
+                        why = why or "the answer ended before every submission had its line"
             except httpx.TransportError as error:
-                failure = f"{type(error).__name__}: {error}"
+                response, why = None, f"{type(error).__name__}: {error}"
             if not todo:
                 return
-            if not last:
-                time.sleep(policy.wait(attempt, told))
-        for key in todo:
-            yield policy.no_verdict(key, problem, failure, policy.retries + 1)
+            wait = tries.after(response, why)
+            if wait is None:
+                for key in todo:
+                    yield kept.get(key) or policy.no_verdict(key, problem, tries)
+                return
+            time.sleep(wait)
 
     def problems(self) -> list[dict[str, Any]]:
         """The challenges the service grades (GET /v1/problems)."""
@@ -283,12 +320,13 @@ class AsyncClient:
         token: str | None = None,
         problem: str | None = None,
         timeout: float = 600.0,
-        retries: int = 6,
+        retries: int = 4,
         backoff: float = 0.5,
         max_backoff: float = 30.0,
+        patience: float = 900.0,
         http: httpx.AsyncClient | None = None,
     ) -> None:
-        self._policy = _Policy(url, token, problem, retries, backoff, max_backoff)
+        self._policy = _Policy(url, token, problem, retries, backoff, max_backoff, patience)
         limits = httpx.Limits(max_connections=512, max_keepalive_connections=64)
         self._own = http is None
         self._http = http or httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10.0), limits=limits)
@@ -307,24 +345,26 @@ class AsyncClient:
         """As Client.grade."""
         policy = self._policy
         body = policy.body(problem, public_only, deadline) | {"source": _text(source), "id": id}
-        failure = ""
-        for attempt in range(policy.retries + 1):
-            told = None
+        tries = _Tries(policy)
+        while True:
             try:
                 response = await self._http.post(f"{policy.url}/v1/grade", **policy.request(body))
             except httpx.TransportError as error:
-                failure = f"{type(error).__name__}: {error}"
+                wait = tries.after(None, f"{type(error).__name__}: {error}")
             else:
-                failure = policy.refused(response) or ""
-                told = _retry_after(response)
-                if not failure:
+                policy.check(response)
+                if response.status_code != 200:
+                    wait = tries.after(response, _why(response))
+                else:
                     report = Report.from_response(response.json())
-                    if not report.retryable or attempt == policy.retries:
+                    if not report.retryable:
                         return report
-                    failure = report.message
-            if attempt < policy.retries:
-                await asyncio.sleep(policy.wait(attempt, told))
-        return policy.no_verdict(id, problem, failure, policy.retries + 1)
+                    wait = tries.after(response, report.message)
+                    if wait is None:
+                        return report
+            if wait is None:
+                return policy.no_verdict(id, problem, tries)
+            await asyncio.sleep(wait)
 
     async def grade_many(
         self, sources: Sources, *, problem: str | None = None, public_only: bool = False, deadline: float | None = None
@@ -336,37 +376,38 @@ class AsyncClient:
 
     async def _batch(self, todo: dict[str, str], problem: str | None, public_only: bool, deadline: float | None) -> AsyncIterator[Report]:
         policy = self._policy
-        failure = ""
-        for attempt in range(policy.retries + 1):
-            last = attempt == policy.retries
-            told = None
+        tries = _Tries(policy)
+        while True:
+            response, why, kept = None, "", {}
             body = policy.body(problem, public_only, deadline) | {"submissions": [{"id": k, "source": s} for k, s in todo.items()]}
             try:
                 async with self._http.stream("POST", f"{policy.url}/v1/grade/batch", **policy.request(body)) as response:
                     if response.status_code != 200:
                         await response.aread()
-                    failure = policy.refused(response) or ""
-                    told = _retry_after(response)
-                    if not failure:
+                        policy.check(response)
+                        why = _why(response)
+                    else:
                         async for line in response.aiter_lines():
-                            if not line.strip():
-                                continue
-                            report = Report.from_response(json.loads(line))
-                            if report.id in todo and (last or not report.retryable):
+                            if line.strip():
+                                report = Report.from_response(json.loads(line))
+                                if report.id not in todo:
+                                    continue
+                                if report.retryable:
+                                    kept[report.id], why = report, report.message
+                                    continue
                                 del todo[report.id]
                                 yield report
-                            elif report.retryable:
-                                failure = report.message
-                        if todo and not failure:
-                            failure = "the answer ended before every submission had its line"
+                        why = why or "the answer ended before every submission had its line"
             except httpx.TransportError as error:
-                failure = f"{type(error).__name__}: {error}"
+                response, why = None, f"{type(error).__name__}: {error}"
             if not todo:
                 return
-            if not last:
-                await asyncio.sleep(policy.wait(attempt, told))
-        for key in todo:
-            yield policy.no_verdict(key, problem, failure, policy.retries + 1)
+            wait = tries.after(response, why)
+            if wait is None:
+                for key in todo:
+                    yield kept.get(key) or policy.no_verdict(key, problem, tries)
+                return
+            await asyncio.sleep(wait)
 
     async def problems(self) -> list[dict[str, Any]]:
         """As Client.problems."""

@@ -162,3 +162,16 @@ def test_the_async_client_tries_again_and_grades_many_as_the_client_does(monkeyp
             return one.verdict, many
 
     assert asyncio.run(scenario()) == ("accepted", {"0": "accepted", "1": "time_limit_exceeded"})
+
+
+def test_a_full_queue_is_waited_out_for_as_long_as_patience_allows_then_told(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr("grader.client.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("grader.client.time.sleep", lambda seconds: clock.__setitem__(0, clock[0] + seconds))
+    full = httpx.Response(429, json={"error": "every job is busy and the queue is full"}, headers={"Retry-After": "10"})
+    script = Script(*[full] * 8, ok("accepted", "", 1.0))
+    assert script.client(retries=0, max_backoff=30, patience=200).grade("x").verdict == "accepted"  # 8 refusals, no failure
+    script = Script(*[full] * 50)
+    report = script.client(retries=0, max_backoff=30, patience=60).grade("x")
+    assert report.verdict == "grader_error" and report.retryable and "HTTP 429: every job is busy" in report.message
+    assert 5 <= len(script.requests) <= 7  # waits of 10 to 15 s, within 60 s
