@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -55,12 +55,12 @@ log = logging.getLogger("grader.service")
 @dataclass(frozen=True)
 class Settings:
     problems: tuple[str, ...]  # the challenges served, each with a warm pool of its own
-    seed: str  # the hidden cases' seed (never in a response or a log)
+    seed: str = field(repr=False)  # the hidden cases' seed (never in a response or a log, nor in a repr)
     isolation: str  # the backend every grading uses
     jobs: int  # gradings at a time, all problems together
     queue: int  # requests waiting beyond those; the rest get 429
     deadline: float = 300.0  # a request's deadline when it gives none (seconds)
-    token: str | None = None  # the bearer token every /v1 request must carry, when set
+    token: str | None = field(default=None, repr=False)  # the bearer token every /v1 request must carry, when set
 
 
 class Refused(Exception):
