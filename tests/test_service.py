@@ -5,6 +5,7 @@ away, replaces a pool that is killed, keeps its secrets, and stops on SIGTERM on
 it accepted is answered, leaving no process behind. Its clients (grader/client.py) against it."""
 
 import asyncio
+import dataclasses
 import json
 import os
 import signal
@@ -17,9 +18,11 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+import grader.api
 from grader.client import AsyncClient, Client
 from grader.reward import reward
-from grader.service.app import MAX_GRADE_BODY
+from grader.service.app import MAX_GRADE_BODY, Service, Settings
+from grader.spec import load_spec
 from tests.grading import ROOT, grade_json
 from tests.service_process import CORRECT, HANGING, WRONG, alive, running_service, slow_correct
 from tests.test_cli import without_timings
@@ -244,3 +247,23 @@ def test_the_service_refuses_to_start_in_one_line_when_it_could_not_serve_safely
     command = [sys.executable, "-m", "grader", "serve", "--port", "0", *args]
     result = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and says in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_a_broken_challenge_stops_the_service_before_it_is_ready_saying_why(tmp_path, monkeypatch):
+    package = tmp_path / "broken_service_reference"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for module in ("generate", "reference"):
+        (package / f"{module}.py").write_text("raise RuntimeError('no reference today')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(grader.api, "problem_spec", lambda problem: dataclasses.replace(load_spec(), hidden="broken_service_reference"))
+    told: list[str] = []
+    service = Service(Settings(("mlm-forward-tied",), "broken-service-seed", "process", 1, 1), on_fatal=told.append)
+
+    async def start_and_close() -> None:
+        await service.start()
+        await service.close()
+
+    asyncio.run(start_and_close())
+    assert len(told) == 1 and "raised RuntimeError when imported: no reference today" in told[0]
+    assert service.not_ready.startswith("cannot serve: mlm-forward-tied: grader set-up error")
