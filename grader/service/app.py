@@ -127,11 +127,13 @@ class Service:
             return
         if not self.stopping:
             self.not_ready = ""
+        jobs = self.settings.jobs
         log.info(
-            "ready in %.1f s: %s; %d jobs, queue %d, %s isolation",
+            "ready in %.1f s: %s; %d job%s, queue %d, %s isolation",
             time.monotonic() - started,
             ", ".join(self.settings.problems),
-            self.settings.jobs,
+            jobs,
+            "" if jobs == 1 else "s",
             self.settings.queue,
             self.settings.isolation,
         )
