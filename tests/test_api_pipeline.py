@@ -73,8 +73,10 @@ def test_a_calls_timeout_ends_its_child_and_answers_a_retryable_grader_error_not
 
 @pytest.mark.slow
 def test_a_timeout_in_grade_many_applies_to_each_source(shared):
-    reports = {r.id: r for r in shared.grade_many({"hangs": HANGING.read_text(), "good": CORRECT.read_text()}, timeout=4)}
-    assert (reports["hangs"].verdict, reports["good"].verdict) == ("grader_error", "accepted")
+    sources = {"hangs": HANGING.read_text(), "broken": "def mlm_forward_tied(:\n", "also hangs": HANGING.read_text()}
+    reports = {r.id: r for r in shared.grade_many(sources, timeout=4)}
+    assert {key: r.verdict for key, r in reports.items()} == {"hangs": "grader_error", "broken": "compile_error", "also hangs": "grader_error"}
+    assert all("timeout of 4 s" in reports[key].message for key in ("hangs", "also hangs"))
 
 
 def test_public_only_may_differ_from_call_to_call(shared):
