@@ -1,7 +1,8 @@
 """Command line: python -m grader SUBMISSION [--problem ID] [--public] [--format F] [--output FILE] [--seed S];
 python -m grader batch PATH... for many submissions (grader/batch/); python -m grader merge SHARD.jsonl...
 to join a batch's shards (grader/merge.py); python -m grader problems to list the challenges;
-python -m grader verify ID to check a challenge's package (grader/verify.py)."""
+python -m grader verify ID to check a challenge's package (grader/verify.py); python -m grader serve
+to grade over HTTP (grader/service/)."""
 
 import argparse
 import json
@@ -30,7 +31,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="python -m grader",
         description="Grade a solution of one challenge (the tied-head MLM forward pass unless --problem says another). "
         "Exit status: 0 accepted, 1 any other verdict, 2 usage or grader error. "
-        "To grade many submissions: python -m grader batch --help; the challenges: python -m grader problems.",
+        "To grade many submissions: python -m grader batch --help; over HTTP: python -m grader serve --help; "
+        "the challenges: python -m grader problems.",
     )
     parser.add_argument("submission", type=Path, nargs="?", help="the candidate's solution.py")
     parser.add_argument(
@@ -158,6 +160,10 @@ def _command(argv: list[str]) -> int:
         from grader import verify
 
         return verify.main(argv[1:])
+    if argv[:1] == ["serve"]:
+        from grader.service import command as service_command
+
+        return service_command.main(argv[1:])
     args = parse_args(argv)  # argparse exits with status 2 and a usage line on bad arguments
     if args.json and args.format not in (None, "json"):
         print(f"grader: --json means --format json; give one of --json and --format {args.format}", file=sys.stderr)

@@ -44,6 +44,11 @@ class MissingReference(ImportError):
     candidate's kit (which has no reference/) expects."""
 
 
+class BrokenReference(SetupError):
+    """A module of the hidden reference raised an exception other than ImportError at import: the
+    grader's set-up is broken (the reference is there, unlike MissingReference's)."""
+
+
 def setup_fault(error: BaseException) -> bool:
     """True when error says the grader's set-up is broken rather than a submission: its spec file, its
     reference, or a module the grader's own process cannot import (torch, numpy: the submission runs
@@ -64,6 +69,8 @@ def hidden_module(name: str) -> Any:
         raise MissingReference(
             f"the hidden reference module {name} cannot be imported from {ROOT / 'reference'} ({type(error).__name__}: {error})", name=name
         ) from error
+    except Exception as error:  # noqa: BLE001 - whatever the module raises, the set-up is broken
+        raise BrokenReference(f"the hidden reference module {name} raised {type(error).__name__} when imported: {error}") from error
 
 
 def seed_public_id(seed: str) -> str:
