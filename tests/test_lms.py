@@ -19,6 +19,7 @@ import pytest
 from grader.batch import archive
 from grader.batch.archive import Workspace
 from grader.batch.discovery import discover
+from grader.batch.exits import UsageError
 from grader.batch.gradebook import Counting, write_csv
 from grader.batch.lms import canvas_name, moodle_file, moodle_folder
 from grader.batch.store import message_line
@@ -214,13 +215,30 @@ def hostile_zip(path: Path) -> Path:
         link.external_attr = (stat.S_IFLNK | 0o777) << 16
         zf.writestr(link, "/etc/passwd")
         zf.writestr("bomb_1005_5005_solution.py", b"#" * (archive.MEMBER_BYTES + 1))  # deflates to a few KiB
+        zf.writestr("locked_1006_5006_solution.py", "print('locked')\n")
+        zf.writestr("..\\..\\windows_1007_5007_solution.py", "print('backslashes')\n")  # a Windows tool's separators
         zf.writestr("smithbob_1001_5001_solution.py", "second member of one name\n")
+    path.write_bytes(encrypted(path.read_bytes(), "locked_1006_5006_solution.py"))
     return path
+
+
+def encrypted(data: bytes, name: str) -> bytes:
+    """The zip with `name` flagged encrypted (general-purpose bit 0) in its local and central headers,
+    as a zip tool's password would leave it: zipfile itself cannot write an encrypted member."""
+    out = bytearray(data)
+    for signature, flags_at, name_at in ((b"PK\x03\x04", 6, 30), (b"PK\x01\x02", 8, 46)):
+        start = out.find(signature)
+        while start != -1:
+            if out[start + name_at : start + name_at + len(name)] == name.encode():
+                out[start + flags_at] |= 0x1
+            start = out.find(signature, start + 1)
+    return bytes(out)
 
 
 def test_a_hostile_zip_writes_nothing_outside_its_private_folder_and_names_each_refusal(tmp_path):
     download = hostile_zip(tmp_path / "download.zip")
     assert download.stat().st_size < 1 << 20
+    before = tree_digest(download)
     with Workspace() as workspace:
         found, notes = discover([download], [], workspace)
         private = workspace.folder
@@ -229,11 +247,16 @@ def test_a_hostile_zip_writes_nothing_outside_its_private_folder_and_names_each_
         assert all(p.stat().st_size <= archive.MEMBER_BYTES for p in written)
         assert not any(p.is_symlink() for p in private.rglob("*"))
     assert not private.exists()  # removed at the end
-    assert not (tmp_path / "escaped_1002_5002_solution.py").exists() and not Path("/abs").exists()
+    assert tree_digest(download) == before  # the download is only read
+    for escaped in ("escaped_1002_5002_solution.py", "windows_1007_5007_solution.py"):  # where ../../ from the private folder leads
+        assert not (private.parent / escaped).exists() and not (tmp_path / escaped).exists()
+    assert not Path("/abs").exists()
     why = {s.id: s.not_graded for s in found}
     assert why["1001"] == "" and "a second member of that name" in " ".join(why.values())
-    assert "would leave the download's folder" in why["unwritten-1"] and "would leave the download's folder" in why["unwritten-2"]
+    for unwritten in ("unwritten-1", "unwritten-2", "unwritten-3"):
+        assert "would leave the download's folder" in why[unwritten]
     assert "symbolic link" in why["1004"] and f"more than the {archive.MEMBER_BYTES >> 20} MiB" in why["1005"]
+    assert "locked_1006_5006_solution.py is encrypted" in why["1006"]
 
 
 def test_a_zip_bomb_past_the_batchs_budget_stops_before_grading(tmp_path, monkeypatch):
@@ -244,6 +267,36 @@ def test_a_zip_bomb_past_the_batchs_budget_stops_before_grading(tmp_path, monkey
             zf.writestr(f"student{i}_{100 + i}_{200 + i}_solution.py", b"#" * (600 << 10))
     with pytest.raises(Exception, match="expands to more than 1 MiB"):
         discover([download], [], Workspace())
+
+
+def test_a_download_of_more_members_than_the_grader_opens_stops_before_grading(tmp_path, monkeypatch):
+    monkeypatch.setattr(archive, "MEMBERS", 3)
+    download = tmp_path / "download.zip"
+    with zipfile.ZipFile(download, "w") as zf:
+        for i in range(4):
+            zf.writestr(f"student{i}_{100 + i}_{200 + i}_notes.txt", b"")
+    with pytest.raises(UsageError, match="holds 4 members: more than the 3 the grader opens"):
+        discover([download], [], Workspace())
+
+
+def test_a_students_zip_is_opened_and_a_zip_inside_it_is_not(tmp_path):
+    def zip_of(files: dict[str, bytes]) -> bytes:
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+            for name, content in files.items():
+                zf.writestr(name, content)
+        return buffer.getvalue()
+
+    inner = zip_of({"solution.py": b"print('inside a zip inside a zip')\n"})
+    download = tmp_path / "download.zip"
+    download.write_bytes(zip_of({"parkjo_1005_5005_work.zip": zip_of({"hw/inner.zip": inner})}))
+    with Workspace() as workspace:
+        found, _ = discover([download], [], workspace)
+        assert workspace.folder is not None
+        written = sorted(p.name for p in workspace.folder.rglob("*") if p.is_file())
+    assert written == ["inner.zip", "parkjo_1005_5005_work.zip"]  # the inner zip is a file, never opened
+    [student] = found
+    assert student.id == "1005" and "holds no Python file or notebook (a zip inside a zip is not opened)" in student.not_graded
 
 
 def test_an_archive_is_never_graded_as_python(tmp_path):
