@@ -38,6 +38,24 @@ def test_ipython_lines_are_not_run_and_each_is_named_by_cell_and_line():
     assert "echo hi" not in converted.source.replace("# echo hi", "") and "\ny = 2\n" in converted.source  # %%time's body runs
 
 
+def test_no_shell_line_or_magic_of_a_notebook_is_left_as_code_that_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    converted = convert(
+        cells(
+            "!touch shell_ran\nfiles = !touch assigned_ran\n%system touch magic_ran\n%run -i made_by_run.py\nx = 1",
+            "%%bash\ntouch cell_ran",
+            "%%writefile written.py\nprint('written')",
+            "%%capture\n!touch captured_ran",
+        ),
+        "hw.ipynb",
+    )
+    exec(compile(converted.source, "hw.ipynb", "exec"), {})  # the joined file, run as the grader runs it: plain Python
+    assert [p.name for p in tmp_path.iterdir()] == []  # nothing of the notebook's shell or magics ran
+    for line in converted.source.splitlines():  # each such line is only a comment now
+        if "touch" in line or "%" in line or "written" in line:
+            assert line.lstrip().startswith(("pass  # not run (", "# ")), line
+
+
 def test_messages_about_the_joined_file_name_the_cell_and_line():
     converted = convert(cells("import torch", "def f(x):\n    return x\n"), "hw.ipynb")
     assert converted.relocate('  File "hw.ipynb", line 3, in f') == '  File "hw.ipynb", cell 3, line 2, in f'
