@@ -6,7 +6,7 @@
         for report in grader.grade_many({"a": text_a, "b": text_b}):
             print(report.id, report.verdict, report.score)
     report = grade_source(text)                      # one-off: a Grader for one call
-    Grader(problem="layernorm-backward")             # another challenge (python -m grader problems)
+    Grader(problem="ID")                             # another challenge (python -m grader problems)
 
 The source never runs in the caller's process: it is written to a private temporary file and
 graded exactly as `python -m grader FILE` would, in its own sandboxed child; a Grader's children
@@ -84,7 +84,7 @@ class Grader:
     (default: MLM_GRADER_SEED, else the fixed local seed); public_only: only the public cases, as
     `--public` does; warm: False grades each source in a child of its own (what a single
     grade_source call does: starting the pool's server costs more than one child); problem: the
-    challenge's id (default mlm-forward-tied; an unknown one is a ValueError naming those there are)."""
+    challenge's id (default: problem/DEFAULT's; an unknown one is a ValueError naming those there are)."""
 
     def __init__(
         self, *, jobs: int | None = None, seed: str | None = None, public_only: bool = False, warm: bool = True, problem: str = DEFAULT_PROBLEM

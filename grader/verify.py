@@ -179,7 +179,7 @@ def check_oracle(spec: Spec, seeds: tuple[str, ...], findings: Findings) -> None
                 error = (a - b).abs().max().item() / scale if a.numel() and scale > 0 else 0.0
                 worst[case.family] = max(worst.get(case.family, 0.0), error)
     _fairness(float32_cases, redrawn, seeds, findings)
-    allowed = ORACLE_AGREEMENT * spec.tolerance["float64"]
+    allowed = ORACLE_AGREEMENT * spec.tolerances["float64"]
     bad = {family: error for family, error in worst.items() if not error <= allowed}
     shown = ", ".join(f"{family} {error:.1e}" for family, error in sorted(worst.items()))
     if bad:
