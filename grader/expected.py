@@ -181,14 +181,14 @@ def properties_module(spec: Spec) -> Any:
 _PROPERTIES: dict[Path, Any] = {}
 
 
-def check_properties(case: Case, outputs: tuple[Tensor, ...], spec: Spec) -> list[Property]:
+def check_properties(case: Case, outputs: tuple[Tensor, ...], spec: Spec, tolerance: float | None = None) -> list[Property]:
     """What the package's check(args, outputs, tolerance) measures on a result: args are float64
     copies of the case's arguments, outputs float64 copies of what was returned (in its own dtype
-    before the copy), tolerance the case's (Spec.tolerance)."""
+    before the copy), tolerance the case's (Spec.tolerance) unless given."""
     path = Path(spec.folder) / PROPERTIES_FILE
     if path not in _PROPERTIES:
         _PROPERTIES[path] = properties_module(spec)
-    tolerance = spec.tolerance(case.family, case.dtype)
+    tolerance = spec.tolerance(case.family, case.dtype) if tolerance is None else tolerance
     with torch.no_grad():
         found = _PROPERTIES[path].check(float64_args(case.args), tuple(o.detach().to(torch.float64) for o in outputs), tolerance)
     if not found or not all(isinstance(p, Property) for p in found):

@@ -10,12 +10,13 @@ def test_a_sound_package_passes_every_check():
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert not [line for line in lines if line.startswith("FAIL")]
-    for check in ("form", "statement", "oracle", "mutants"):
+    for check in ("form", "statement", "oracle", "mutants", "degenerate"):
         assert any(line.startswith(f"ok    {check}: ") for line in lines), check
-    assert "ok    examples: wrong_answer/count_off_by_one.py: wrong_answer on 1 seed (by a shape, type or exception on every seed)" in lines
-    assert any(line.startswith("ok    examples: accepted/correct.py: accepted on 1 seed (worst case ") for line in lines)
+    by_what = "by what no tolerance measures, on every seed: an exact output, a shape, a type, an exception or an input changed"
+    assert f"ok    examples: wrong_answer/count_off_by_one.py: wrong_answer on 1 seed (margin: {by_what})" in lines
+    assert any(line.startswith("ok    examples: accepted/correct.py: accepted on 1 seed (margin: worst case ") for line in lines)
     assert any("mutation score: 100.0%" in line for line in lines)
-    assert lines[-1] == "fixture-scale-count: every check passed"
+    assert lines[-1].startswith("fixture-scale-count: every check passed (")
 
 
 def test_mutants_that_loose_tolerances_let_through_are_listed_with_what_to_do(tmp_path):
