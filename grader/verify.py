@@ -100,6 +100,8 @@ def check_stub(spec: Spec, stub: Path, findings: Findings) -> None:
     if not stub.is_file():
         return
     tree = ast.parse(stub.read_text(encoding="utf-8"))
+    if spec.kind == "class":
+        return _check_class_stub(spec, tree, findings)
     found = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == spec.entry_point]
     if not found:
         return findings.fail("form", f"stub.py defines no function {spec.entry_point}, the entry point problem.toml declares")
@@ -107,6 +109,22 @@ def check_stub(spec: Spec, stub: Path, findings: Findings) -> None:
     if names != list(spec.parameter_names):
         return findings.fail("form", f"stub.py's {spec.entry_point}({', '.join(names)}) is not the declared signature ({', '.join(spec.parameter_names)})")
     findings.ok("form", f"problem.toml parses; stub.py declares {spec.entry_point}({', '.join(names)})")
+
+
+def _check_class_stub(spec: Spec, tree: ast.Module, findings: Findings) -> None:
+    """A class problem's stub: the class, its constructor's parameters and its method's."""
+    found = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == spec.entry_point]
+    if not found:
+        return findings.fail("form", f"stub.py defines no class {spec.entry_point}, the entry point problem.toml declares (kind = \"class\")")
+    methods = {node.name: node for node in found[0].body if isinstance(node, ast.FunctionDef)}
+    for method, wanted in (("__init__", spec.parameter_names), (spec.method, tuple(p.name for p in spec.step_parameters))):
+        if method not in methods:
+            return findings.fail("form", f"stub.py's class {spec.entry_point} has no method {method}")
+        names = [a.arg for a in methods[method].args.posonlyargs + methods[method].args.args][1:]
+        if names != list(wanted):
+            return findings.fail("form", f"stub.py's {spec.entry_point}.{method}(self, {', '.join(names)}) is not the declared (self, {', '.join(wanted)})")
+    signature = f"{spec.entry_point}({', '.join(spec.parameter_names)}).{spec.method}({', '.join(p.name for p in spec.step_parameters)})"
+    findings.ok("form", f"problem.toml parses; stub.py declares class {signature}")
 
 
 # A row of the statement's table of limits and tolerances: | what | value | `spec.key` |
