@@ -37,6 +37,7 @@ from torch import __version__ as torch_version  # noqa: E402
 
 from grader import __version__  # noqa: E402
 from grader.cli import save_public_cases  # noqa: E402
+from grader.expected import PROPERTIES_FILE  # noqa: E402
 from grader.spec import DEFAULT_PROBLEM, PROBLEMS, Spec, UnknownProblem, parse_spec, problem_spec, read_package  # noqa: E402
 
 
@@ -69,6 +70,7 @@ COPIED = (
     "grader/sandbox/seccomp.py",
     "grader/sandbox/workdir.py",
     "grader/spec.py",
+    "grader/package_format.py",
     "grader/base_policy.toml",
     "grader/child/__init__.py",
     "grader/child/guard.py",
@@ -84,8 +86,12 @@ COPIED = (
 
 
 def package_files(problem: str) -> dict[str, Path]:
-    """The files the kit takes from the package (problem/<id>/, which holds nothing hidden) and check.py."""
-    return {"README.md": PROBLEMS / problem / "README.md", "solution.py": PROBLEMS / problem / "stub.py", "check.py": ROOT / "deploy" / "kit" / "check.py"}
+    """The files the kit takes from the package (problem/<id>/, which holds nothing hidden) and
+    check.py; a package judged by properties gives its properties.py too (check.py runs it)."""
+    files = {"README.md": PROBLEMS / problem / "README.md", "solution.py": PROBLEMS / problem / "stub.py", "check.py": ROOT / "deploy" / "kit" / "check.py"}
+    if (PROBLEMS / problem / PROPERTIES_FILE).is_file():
+        files[PROPERTIES_FILE] = PROBLEMS / problem / PROPERTIES_FILE
+    return files
 
 
 PACKAGE_INIT = f'''"""The grader's own modules, copied unchanged when this kit was built; check.py runs them. Do not edit
@@ -110,6 +116,7 @@ def kit_spec(data: dict[str, Any]) -> dict[str, Any]:
     return {
         "problem": data["problem"],
         "parameters": data["parameters"],
+        **({"step_parameters": data["step_parameters"]} if "step_parameters" in data else {}),
         "outputs": data["outputs"],
         "hints": data.get("hints", {}),
         "limits": data["limits"],

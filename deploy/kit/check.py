@@ -16,6 +16,7 @@ if sys.version_info < (3, 11):  # noqa: UP036 - a candidate may run an older Pyt
     sys.exit(f"check.py needs Python 3.11 or newer; this is {sys.version.split()[0]}")
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import json  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"check.py: note: the grader runs torch {GRADER_TORCH}; this is torch {torch.__version__}, so a result may differ slightly", file=sys.stderr)
     cases, expected = [], []
     try:
-        spec = parse_spec(json.loads((HERE / "spec.json").read_text(encoding="utf-8")))
+        spec = dataclasses.replace(parse_spec(json.loads((HERE / "spec.json").read_text(encoding="utf-8"))), path=HERE / "spec.json")  # a property check is beside it
         for template in spec.templates:
             saved = torch.load(HERE / "cases" / f"{template.name}.pt", weights_only=True)  # tensors only: no code runs on loading
             case, want = read_public_case(saved, template, spec)
