@@ -67,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"check.py: note: the grader runs torch {GRADER_TORCH}; this is torch {torch.__version__}, so a result may differ slightly", file=sys.stderr)
     cases, expected = [], []
     try:
-        spec = dataclasses.replace(parse_spec(json.loads((HERE / "spec.json").read_text(encoding="utf-8"))), path=HERE / "spec.json")  # a property check is beside it
+        spec = parse_spec(json.loads((HERE / "spec.json").read_text(encoding="utf-8")))
+        spec = dataclasses.replace(spec, path=HERE / "spec.json")  # a package's property check (properties.py) is beside it
         for template in spec.templates:
             saved = torch.load(HERE / "cases" / f"{template.name}.pt", weights_only=True)  # tensors only: no code runs on loading
             case, want = read_public_case(saved, template, spec)
