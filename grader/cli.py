@@ -1,7 +1,8 @@
 """Command line: python -m grader SUBMISSION [--problem ID] [--public] [--format F] [--output FILE] [--seed S];
 python -m grader batch PATH... for many submissions (grader/batch/); python -m grader merge SHARD.jsonl...
 to join a batch's shards (grader/merge.py); python -m grader problems to list the challenges;
-python -m grader verify ID to check a challenge's package (grader/verify.py)."""
+python -m grader verify ID to check a challenge's package (grader/verify.py); python -m grader new ID
+to write a new one (grader/new.py)."""
 
 import argparse
 import json
@@ -146,6 +147,10 @@ def main(argv: list[str] | None = None) -> int:
         from grader import catalog
 
         return catalog.main(argv[1:])
+    if argv[:1] == ["new"]:
+        from grader import new
+
+        return new.main(argv[1:])
     if argv[:1] == ["verify"]:
         from grader import verify
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 GRADER = Path(__file__).resolve().parents[1] / "grader"
-ENTRY_POINTS = {"grader.cli", "grader.api", "grader.merge", "grader.batch.command", "grader.catalog", "grader.verify", "grader.__main__"}
+ENTRY_POINTS = {"grader.cli", "grader.api", "grader.merge", "grader.batch.command", "grader.catalog", "grader.verify", "grader.new", "grader.__main__"}
 DECIDING = {
     "grader.case",
     "grader.cases",
@@ -19,6 +19,7 @@ DECIDING = {
     "grader.report",
     "grader.policy",
     "grader.spec",
+    "grader.package_format",
 }
 
 
@@ -120,6 +121,7 @@ def test_entry_points_share_code_through_lower_modules_not_through_each_other():
         ("grader.cli", "grader.batch.command"),
         ("grader.cli", "grader.catalog"),
         ("grader.cli", "grader.verify"),
+        ("grader.cli", "grader.new"),
         ("grader.__main__", "grader.cli"),
     }
     broken = {(name, imported) for name in MODULES for imported in GRAPH[name] & ENTRY_POINTS} - allowed
