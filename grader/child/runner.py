@@ -188,7 +188,7 @@ def signature_problem(fn: Callable, expected: list[str], keywords: Any = ()) -> 
     found = [p.name for p in positional]
     catch_all = any(p.kind == p.VAR_POSITIONAL for p in parameters)
     named = wanted[: len(found)] if catch_all else wanted
-    shown = ", ".join(name if name not in keywords else f"{name}=" for name in expected)
+    shown = ", ".join(name if name not in keywords else f"{name}=..." for name in expected)
     if found[: len(wanted)] != named:
         return f"the parameters must be ({shown}), in this order; found ({', '.join(found)})"
     by_name = {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
