@@ -1,5 +1,6 @@
 """A challenge's contract, read from its package's problem/<id>/problem.toml into typed objects
-(README.md, "A challenge package"), with the harness's base policy (grader/base_policy.toml) merged in."""
+(docs/problem-format.md specifies every key; grader/package_format.py checks them, and merges a
+package that extends another), with the harness's base policy (grader/base_policy.toml) merged in."""
 
 import argparse
 import dataclasses
