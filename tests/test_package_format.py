@@ -153,3 +153,24 @@ def test_every_installed_package_reads_without_error_and_has_its_own_module():
     for problem in problem_ids():
         spec = problem_spec(problem)
         assert spec.digest and spec.hidden_folder.is_dir(), problem
+
+
+# -- one tolerance lookup -------------------------------------------------------------------------
+
+
+def test_one_tolerance_lookup_family_over_output_over_spec_and_the_table_shows_the_one_applied():
+    from grader.formats.text import render_text
+    from grader.results import CaseResult, Report, Verdict
+    from grader.spec import parse_spec
+
+    data = tomllib.loads(FIXTURE.read_text())
+    data["outputs"][0]["tolerance"] = {"float32": 1e-3}
+    data["families"][1]["tolerance"] = {"float32": 1e-2}
+    spec = parse_spec(data)
+    z, count = spec.outputs
+    assert spec.tolerance("basic", "float32", z) == 1e-3 and spec.tolerance("no_shift", "float32", z) == 1e-2
+    assert spec.tolerance("basic", "float32", count) == spec.tolerances["float32"] and spec.tolerance("basic", "float32") == 1e-3  # None: the first output
+    assert spec.tolerance("no_shift", "float32", gradient=True) == spec.gradient_tolerances["float32"]
+    row = CaseResult("c", "basic", "float32", True, "rows=1", status=Verdict.WRONG_ANSWER, check="values", max_rel=5e-3, tolerance=1e-3)
+    table = render_text(Report(Verdict.WRONG_ANSWER, "case c failed", "s.py", "id", "process", cases=[row]), spec)
+    assert "5.0e-03   1.0e-03" in table
