@@ -13,6 +13,7 @@ import io
 import math
 import stat
 import tempfile
+import threading
 import time
 import tokenize
 from collections.abc import Callable, Sequence
@@ -73,6 +74,12 @@ class Rejection(Exception):
         self.message = message
 
 
+# Python 3.11's AST constructor keeps one recursion count for the whole interpreter: two threads
+# parsing at once (a batch's workers, the API's) can end one with "SystemError: AST constructor
+# recursion depth mismatch", a grader_error for a file that did nothing wrong. One parse at a time.
+_PARSING = threading.Lock()
+
+
 def read_source(path: Path, limit: int) -> tuple[bytes, ast.Module]:
     """The file's bytes and syntax tree, or Rejection(compile_error) saying why not."""
 
@@ -108,7 +115,8 @@ def read_source(path: Path, limit: int) -> tuple[bytes, ast.Module]:
     if declared not in ("utf-8", "utf-8-sig"):
         raise reject(f"the file declares the encoding {declared} (a `# coding:` line); submissions are UTF-8: remove that line")
     try:
-        tree = ast.parse(text, filename=path.name)
+        with _PARSING:
+            tree = ast.parse(text, filename=path.name)
     except SyntaxError as error:
         where = f"line {error.lineno}, column {error.offset}" if error.lineno else "unknown position"
         shown = f"\n    {error.text.rstrip()}" if error.text else ""
