@@ -3,7 +3,6 @@
 import ast
 import codecs
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -293,53 +292,3 @@ def test_a_report_lists_the_first_violations_and_counts_the_rest():
 def test_a_base_rule_an_honest_file_may_trip_says_what_to_write_instead(source, says):
     assert any(says in v for v in violations(source)), violations(source)
 
-
-@pytest.mark.slow
-def test_two_threads_reading_files_at_once_never_raise_from_the_parser():
-    """Python 3.11's AST constructor keeps one recursion count for the interpreter: a thread switch
-    while it builds a tree (here forced by collecting objects whose __del__ yields) let a second
-    parse corrupt the first, a SystemError that made a batch's grading a grader_error. read_source
-    parses one file at a time."""
-    import gc
-    import sys
-    import threading
-    import time
-
-    files = sorted((Path(__file__).resolve().parents[1] / "reference" / "mlm_forward_tied" / "submissions").glob("*/*.py"))
-    assert len(files) > 100
-
-    class Cycle:
-        def __init__(self) -> None:
-            self.me = self  # freed by the collector, in whichever thread it runs
-
-        def __del__(self) -> None:
-            time.sleep(0)  # lets another thread run
-
-    errors: list[BaseException] = []
-
-    def read_all() -> None:
-        for _ in range(3):
-            for path in files:
-                for _ in range(20):
-                    Cycle()
-                try:
-                    read_source(path, 1 << 20)
-                except Rejection:
-                    pass
-                except SystemError as error:
-                    errors.append(error)
-                    return
-
-    interval, thresholds = sys.getswitchinterval(), gc.get_threshold()
-    sys.setswitchinterval(1e-6)
-    gc.set_threshold(50, 2, 2)
-    try:
-        threads = [threading.Thread(target=read_all) for _ in range(2)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        sys.setswitchinterval(interval)
-        gc.set_threshold(*thresholds)
-    assert errors == []
