@@ -291,4 +291,3 @@ def test_a_report_lists_the_first_violations_and_counts_the_rest():
 )
 def test_a_base_rule_an_honest_file_may_trip_says_what_to_write_instead(source, says):
     assert any(says in v for v in violations(source)), violations(source)
-
