@@ -8,7 +8,7 @@
     async with AsyncGrader(jobs=2) as grader:        # the same, awaited
         report = await grader.grade(text)
     report = grade_source(text)                      # one-off: a Grader for one call
-    Grader(problem="layernorm-backward")             # another challenge (python -m grader problems)
+    Grader(problem="ID")                             # another challenge (python -m grader problems)
 
 The source never runs in the caller's process: it is written to a private temporary file and
 graded exactly as `python -m grader FILE` would, in its own sandboxed child; a Grader's children
@@ -90,7 +90,7 @@ class Grader:
     secret seed (default: MLM_GRADER_SEED, else the fixed local seed); public_only: only the
     public cases, as `--public` does (each call may say otherwise); warm: False grades each source
     in a child of its own (what a single grade_source call does: starting the pool's server costs
-    more than one child); problem: the challenge's id (default mlm-forward-tied); isolation: as
+    more than one child); problem: the challenge's id (default: problem/DEFAULT's); isolation: as
     --isolation (default auto); timeout: each call's default timeout in seconds (None: none).
 
     Threads: a Grader may be shared. grade() and grade_many() may be called from many threads at

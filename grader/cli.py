@@ -1,8 +1,8 @@
 """Command line: python -m grader SUBMISSION [--problem ID] [--public] [--format F] [--output FILE] [--seed S];
 python -m grader batch PATH... for many submissions (grader/batch/); python -m grader merge SHARD.jsonl...
 to join a batch's shards (grader/merge.py); python -m grader problems to list the challenges;
-python -m grader verify ID to check a challenge's package (grader/verify.py); python -m grader serve
-to grade over HTTP (grader/service/)."""
+python -m grader verify ID to check a challenge's package (grader/verify.py); python -m grader new ID
+to write a new one (grader/new.py); python -m grader serve to grade over HTTP (grader/service/)."""
 
 import argparse
 import json
@@ -29,10 +29,11 @@ EXIT_ACCEPTED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m grader",
-        description="Grade a solution of one challenge (the tied-head MLM forward pass unless --problem says another). "
+        description="Grade a solution of one challenge (the default one, problem/DEFAULT's, unless --problem says another). "
         "Exit status: 0 accepted, 1 any other verdict, 2 usage or grader error. "
         "To grade many submissions: python -m grader batch --help; over HTTP: python -m grader serve --help; "
-        "the challenges: python -m grader problems.",
+        "the challenges: python -m grader problems; to write one: python -m grader new --help; "
+        "to check one: python -m grader verify --help.",
     )
     parser.add_argument("submission", type=Path, nargs="?", help="the candidate's solution.py")
     parser.add_argument(
@@ -156,6 +157,10 @@ def _command(argv: list[str]) -> int:
         from grader import catalog
 
         return catalog.main(argv[1:])
+    if argv[:1] == ["new"]:
+        from grader import new
+
+        return new.main(argv[1:])
     if argv[:1] == ["verify"]:
         from grader import verify
 

@@ -86,6 +86,7 @@ class CaseResult:
     # The greatest error of any output or gradient checked, over what its tolerance allows (1 = at the
     # limit); kept only where max_rel is (python -m grader verify prints it as each example's margin).
     ratio: float | None = None
+    tolerance: float | None = None  # the tolerance max_rel is held to (the failing output's or gradient's); kept where max_rel is
 
     @property
     def passed(self) -> bool:

@@ -28,7 +28,7 @@ HIDDEN = [t.name for t in SPEC.templates if t.settings["visibility"] != "public"
 TOP = "mlm-tied-head-kit"
 GRADER_MODULES = [
     *(f"grader/{name}.py" for name in ("__init__", "case", "cases", "compare", "diagnosis", "expected", "judge", "policy", "protocol")),
-    *(f"grader/{name}.py" for name in ("report", "results", "spec")),
+    *(f"grader/{name}.py" for name in ("report", "results", "spec", "package_format")),
     "grader/base_policy.toml",  # the harness's base policy, which spec.py merges the package's [policy] into
     # the sandbox the kit runs: bubblewrap, else a plain process; not the uid or docker backends nor the zygote
     *(f"grader/sandbox/{name}.py" for name in ("__init__", "backends", "boxes", "bubblewrap", "child", "limits", "output", "process", "seccomp", "workdir")),

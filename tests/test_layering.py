@@ -15,6 +15,7 @@ ENTRY_POINTS = {
     "grader.batch.command",
     "grader.catalog",
     "grader.verify",
+    "grader.new",
     "grader.__main__",
     "grader.service.command",
     "grader.client",
@@ -29,6 +30,7 @@ DECIDING = {
     "grader.report",
     "grader.policy",
     "grader.spec",
+    "grader.package_format",
 }
 
 
@@ -132,6 +134,7 @@ def test_entry_points_share_code_through_lower_modules_not_through_each_other():
         ("grader.cli", "grader.batch.command"),
         ("grader.cli", "grader.catalog"),
         ("grader.cli", "grader.verify"),
+        ("grader.cli", "grader.new"),
         ("grader.cli", "grader.service.command"),
         ("grader.service.app", "grader.api"),  # the service is the Python API over HTTP
         ("grader.__main__", "grader.cli"),

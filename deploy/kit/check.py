@@ -16,6 +16,7 @@ if sys.version_info < (3, 11):  # noqa: UP036 - a candidate may run an older Pyt
     sys.exit(f"check.py needs Python 3.11 or newer; this is {sys.version.split()[0]}")
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import json  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -67,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     cases, expected = [], []
     try:
         spec = parse_spec(json.loads((HERE / "spec.json").read_text(encoding="utf-8")))
+        spec = dataclasses.replace(spec, path=HERE / "spec.json")  # a package's property check (properties.py) is beside it
         for template in spec.templates:
             saved = torch.load(HERE / "cases" / f"{template.name}.pt", weights_only=True)  # tensors only: no code runs on loading
             case, want = read_public_case(saved, template, spec)
