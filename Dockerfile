@@ -3,6 +3,8 @@
 #   docker build -t mlm-grader .
 #   docker run --rm --network none --read-only --tmpfs /tmp \
 #       -v "$PWD/solution.py:/submission/solution.py:ro" mlm-grader [--json] [--seed S] ...
+#   docker run --rm --read-only --tmpfs /tmp -p 8000:8000 -e MLM_GRADER_SEED -e MLM_GRADER_TOKEN \
+#       mlm-grader serve --host 0.0.0.0          # the grading service (docs/service.md)
 #
 # The grader runs as the user mlm-grader, keeping only the capabilities it needs to start the
 # child as mlm-runner and to end it (setuid, setgid, kill); the child runs as mlm-runner with no
@@ -44,6 +46,8 @@ WORKDIR /app
 # With no arguments the grader grades /submission/solution.py; `batch ...` grades a folder. Either
 # way strict isolation unless --isolation says otherwise.
 ENV MLM_GRADER_SUBMISSION=/submission/solution.py MLM_GRADER_ISOLATION=strict
+# `serve` listens here (deploy/kubernetes/grading-service.yaml).
+EXPOSE 8000
 ENTRYPOINT ["setpriv", "--reuid=mlm-grader", "--regid=mlm-grader", "--init-groups", \
             "--inh-caps=+setuid,+setgid,+kill", "--ambient-caps=+setuid,+setgid,+kill", "--", \
             "/opt/venv/bin/python", "-m", "grader"]

@@ -35,7 +35,9 @@ grade: sandbox
 	@test -n "$(SUBMISSION)" || { echo "usage: make grade SUBMISSION=path/to/solution.py [ARGS='--json --public']" >&2; exit 2; }
 	@$(PY) -m grader "$(SUBMISSION)" $(ARGS)
 
+# The class report's test opens the page in a real browser: Debian's chromium, installed as bubblewrap is.
 test: $(VENV)/.dev-installed sandbox lint
+	@tools/system-packages "the class report's browser test (tests/test_class_report.py)" chromium
 	$(PY) -m pytest -n 2 -q
 
 # The pure layers only: no child process, no sandbox, nothing slow (a quick loop while changing the

@@ -1,7 +1,7 @@
 """How well the diagnosis names the bugs of reference/mlm_forward_tied/submissions/wrong_answer, and what it costs.
 
 Each non-hostile wrong file declares on a `# diagnosis:` line what its diagnosis must find: the
-part of the computation the probe cases point at (a key of grader.diagnosis.CONCLUSIONS) and the
+part of the computation the probe cases point at (a part of the package's [diagnosis.parts]) and the
 known mistake (a twin of reference/mlm_forward_tied/mistakes.py). For SEEDS seeds this prints how many files the
 probes alone localise correctly, how many the known mistakes name exactly, how many get a
 diagnosis with exactly the declared findings, and the time the diagnosis adds (the probe cases'
@@ -22,7 +22,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.diagnosis import CONCLUSIONS, PROBES, _probe_outcomes, analyse, localise  # noqa: E402
+from grader.diagnosis import analyse, localise, probe_outcomes  # noqa: E402
 from grader.spec import load_spec  # noqa: E402
 from reference.mlm_forward_tied.mistakes import MISTAKES  # noqa: E402
 from tests import in_process  # noqa: E402
@@ -45,9 +45,11 @@ def main() -> None:
     seeds = int(sys.argv[1]) if len(sys.argv) > 1 else 1
     torch.set_num_threads(1)  # as the grader
     spec = load_spec()
+    model = spec.diagnosis  # the package's probes and parts ([diagnosis] in its problem.toml)
+    conclusions, probes = set(model.parts), set(model.probes)
     wrong = {p.stem: (in_process.entry_point(p), declared(p)) for p in ordinary_files("wrong_answer")}
     correct = {p.stem: in_process.entry_point(p) for p in ordinary_files("accepted")}
-    with_part = sorted(stem for stem, (_, keys) in wrong.items() if keys & set(CONCLUSIONS))
+    with_part = sorted(stem for stem, (_, keys) in wrong.items() if keys & conclusions)
     with_twin = sorted(stem for stem, (_, keys) in wrong.items() if keys & TWINS)
     localised, named, exact = {s: 0 for s in wrong}, {s: 0 for s in wrong}, {s: 0 for s in wrong}
     wrong_seconds, correct_seconds, probe_seconds, probe_share = [], [], [], []
@@ -57,7 +59,7 @@ def main() -> None:
             cases, results, received = in_process.judge(fn, spec, seed_name)
             finding, seconds = timed(analyse, cases, results, received, spec)
             wrong_seconds.append(seconds)
-            localised[stem] += set(localise(_probe_outcomes(results, received))) == keys & set(CONCLUSIONS)
+            localised[stem] += set(localise(probe_outcomes(results, model, received), model)) == keys & conclusions
             named[stem] += finding.mistake is not None and {finding.mistake} == keys & TWINS
             exact[stem] += finding.keys() == keys
         for fn in correct.values():
@@ -66,7 +68,7 @@ def main() -> None:
             assert not finding.sentences, "a correct file got a diagnosis"
             correct_seconds.append(seconds)
             # The probe cases' share of the time spent in the submission's two calls per case.
-            probe_seconds.append(sum(r.seconds for r in results if r.name in PROBES))
+            probe_seconds.append(sum(r.seconds for r in results if r.name in probes))
             probe_share.append(probe_seconds[-1] / sum(r.seconds for r in results))
 
     def count(scores: dict[str, int], among: list[str]) -> str:
@@ -86,7 +88,7 @@ def main() -> None:
     print(f"\nTime of the diagnosis itself (in the grader, after the run): wrong files median {statistics.median(ms):.0f} ms, max {max(ms):.0f} ms;")
     print(f"  correct files max {1000 * max(correct_seconds):.3f} ms (nothing fails: nothing to diagnose)")
     print(
-        f"Probe cases ({len(PROBES)} of {len(results)}): {1000 * statistics.median(probe_seconds):.0f} ms of calls on a correct file, "
+        f"Probe cases ({len(probes)} of {len(results)}): {1000 * statistics.median(probe_seconds):.0f} ms of calls on a correct file, "
         f"{100 * statistics.median(probe_share):.0f}% of its call time (medians)"
     )
 

@@ -17,7 +17,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.diagnosis import CONCLUSIONS, analyse  # noqa: E402
+from grader.diagnosis import analyse  # noqa: E402
 from grader.spec import load_spec  # noqa: E402
 from reference.mlm_forward_tied.mistakes import MISTAKES  # noqa: E402
 from tests import in_process  # noqa: E402
@@ -28,6 +28,7 @@ from tests.test_diagnosis import TWIN_PARTS  # noqa: E402 - where the probes mus
 def main() -> None:
     torch.set_num_threads(1)  # as the grader
     kit = dataclasses.replace(load_spec(), known_mistakes=False)  # the kit's spec.json: no known mistakes
+    conclusions = set(kit.diagnosis.parts)  # the parts the package's probes can name
     files = {
         p.stem: (in_process.entry_point(p), set(re.search(r"^# diagnosis: (.+)$", p.read_text(), re.M).group(1).split()))
         for p in ordinary_files("wrong_answer")
@@ -36,7 +37,7 @@ def main() -> None:
     for stem, (fn, keys) in files.items():
         cases, results, received = in_process.judge(fn, kit, public_only=True)
         caught += any(not r.passed for r in results)
-        parts = keys & set(CONCLUSIONS)
+        parts = keys & conclusions
         if parts:
             with_part += 1
             found = set(analyse(cases, results, received, kit).parts)

@@ -76,7 +76,7 @@ def main() -> None:
         for fn in accepted.values():
             for case, exp in zip(cases, expected, strict=True):
                 value, grad = errors(fn, case, exp)
-                tolerance, gradient_tolerance = spec.tolerances(case.family, case.dtype)
+                tolerance, gradient_tolerance = spec.tolerance(case.family, case.dtype), spec.tolerance(case.family, case.dtype, gradient=True)
                 value, grad = value / tolerance, grad / gradient_tolerance
                 correct_worst[case.dtype, case.family, "value"] = max(correct_worst[case.dtype, case.family, "value"], value)
                 correct_worst[case.dtype, case.family, "grad"] = max(correct_worst[case.dtype, case.family, "grad"], grad)
@@ -84,7 +84,7 @@ def main() -> None:
             worst = defaultdict(float)
             for case, exp in zip(cases, expected, strict=True):
                 value, grad = errors(fn, case, exp)
-                tolerance, gradient_tolerance = spec.tolerances(case.family, case.dtype)
+                tolerance, gradient_tolerance = spec.tolerance(case.family, case.dtype), spec.tolerance(case.family, case.dtype, gradient=True)
                 worst[case.dtype] = max(worst[case.dtype], value / tolerance, grad / gradient_tolerance)
             for dtype, ratio in worst.items():
                 wrong_best[name, dtype] = min(wrong_best[name, dtype], ratio)

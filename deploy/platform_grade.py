@@ -4,7 +4,7 @@
         [--seed-file F] [--options-file F] [GRADER OPTIONS...]
 
 Used by deploy/gradescope/run_autograder and deploy/prairielearn/run. It picks the file to grade
-(solution.py, else the only .py file in SUBMISSION_DIR), runs `python -m grader FILE --format
+(solution.py, else solution.ipynb, else the only .py or .ipynb file in SUBMISSION_DIR: grader/layout.py), runs `python -m grader FILE --format
 PLATFORM --output RESULTS_JSON --isolation strict` (bubblewrap, else the uid backend) from the
 checkout that holds this script, and passes the grader's human report through to stdout (the platform's log, meant for staff). When the
 grader leaves no report (no secret seed, no sandbox, a crash), it writes one that scores nothing

@@ -1,10 +1,11 @@
 """Auto-grader for PyTorch coding challenges, each a package (problem/<id>/ and reference/<module>/).
-Run it as `python -m grader SUBMISSION [--problem ID]`, or `python -m grader batch PATH...` for many;
-from Python: `from grader import Grader, grade_source, grade_many`."""
+Run it as `python -m grader SUBMISSION [--problem ID]`, `python -m grader batch PATH...` for many, or
+`python -m grader serve` over HTTP; from Python: `from grader import Grader, AsyncGrader, grade_source,
+grade_many` (grader.client for the service)."""
 
 __version__ = "0.1.0"
 
-_API = ("Grader", "grade_source", "grade_many", "Report")
+_API = ("Grader", "AsyncGrader", "grade_source", "grade_many", "Report")
 
 
 def __getattr__(name: str) -> object:

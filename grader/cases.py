@@ -70,11 +70,18 @@ def _drawn_case(template: CaseTemplate, rng: np.random.Generator, spec: Spec) ->
     drawn = generator(spec)(settings, rng)
     if missing := [name for name in spec.parameter_names if name not in drawn.args]:
         raise SetupError(f"the generator of {spec.id} gave case {template.name} no value for {missing[0]}")
-    if spec.gradient_wrt and len(drawn.upstream) != len(spec.outputs):
-        raise SetupError(f"the generator of {spec.id} gave case {template.name} {len(drawn.upstream)} upstream gradients for {len(spec.outputs)} outputs")
+    steps = tuple(drawn.steps)
+    if spec.kind == "class" and not steps:
+        raise SetupError(f"the generator of {spec.id} gave case {template.name} no steps (Drawn.steps: the arguments of each call of {spec.method})")
+    for index, step in enumerate(steps, 1):
+        if missing := [p.name for p in spec.step_parameters if p.name not in step]:
+            raise SetupError(f"the generator of {spec.id} gave step {index} of case {template.name} no value for {missing[0]}")
+    returned = len(spec.returned)
+    if spec.gradient_wrt and len(drawn.upstream) != returned:
+        raise SetupError(f"the generator of {spec.id} gave case {template.name} {len(drawn.upstream)} upstream gradients for {returned} outputs")
     shapes = tuple(tuple(u.shape) for u in drawn.upstream) if spec.gradient_wrt else tuple(tuple(s) for s in drawn.output_shapes)
-    if len(shapes) != len(spec.outputs):
-        raise SetupError(f"the generator of {spec.id} gave case {template.name} {len(shapes)} output shapes for {len(spec.outputs)} outputs")
+    if len(shapes) != returned:
+        raise SetupError(f"the generator of {spec.id} gave case {template.name} {len(shapes)} output shapes for {returned} returned outputs")
     return Case(
         name=template.name,
         family=template.family,
@@ -86,6 +93,9 @@ def _drawn_case(template: CaseTemplate, rng: np.random.Generator, spec: Spec) ->
         differentiable=spec.gradient_wrt,
         output_shapes=shapes,
         returns=spec.returns,
+        steps=tuple({p.name: step[p.name] for p in spec.step_parameters} for step in steps),
+        method=spec.method,
+        keywords=tuple(p.name for p in spec.parameters if p.keyword),
     )
 
 

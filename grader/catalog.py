@@ -41,7 +41,11 @@ def _list() -> int:
         hidden = spec.hidden_folder.is_dir()
         public = sum(t.settings["visibility"] == "public" for t in spec.templates)
         signature = f"{spec.entry_point}({', '.join(spec.parameter_names)})"
-        returns = "a tensor" if spec.returns == "tensor" else f"a tuple ({', '.join(o.name for o in spec.outputs)})"
+        if spec.kind == "class":
+            signature = f"class {signature}, then .{spec.method}({', '.join(p.name for p in spec.step_parameters)}) step by step"
+        returned = {"tensor": "a tensor", "tuple": f"a tuple ({', '.join(o.name for o in spec.returned)})", "none": "nothing"}[spec.returns]
+        updated = f", updating {', '.join(spec.updated)} in place" if spec.updated else ""
+        returns = returned + updated + (" (judged by properties.py)" if spec.judge == "properties" else "")
         gradient = f"; gradients checked for {', '.join(spec.gradient_wrt)}" if spec.gradient_wrt else ""
         note = "" if hidden else "; its hidden side (reference/) is not here: only the public cases can be run"
         print(f"{problem_id}{marker}: {spec.title}")

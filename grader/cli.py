@@ -1,13 +1,15 @@
 """Command line: python -m grader SUBMISSION [--problem ID] [--public] [--format F] [--output FILE] [--seed S];
 python -m grader batch PATH... for many submissions (grader/batch/); python -m grader merge SHARD.jsonl...
 to join a batch's shards (grader/merge.py); python -m grader problems to list the challenges;
-python -m grader verify ID to check a challenge's package (grader/verify.py); python -m grader rules
-to print what a submission may use (grader/allowlist.py)."""
+python -m grader verify ID to check a challenge's package (grader/verify.py); python -m grader new ID
+to write a new one (grader/new.py); python -m grader serve to grade over HTTP (grader/service/); python -m
+grader rules to print what a submission may use (grader/allowlist.py)."""
 
 import argparse
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from grader import __version__
@@ -28,9 +30,11 @@ EXIT_ACCEPTED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m grader",
-        description="Grade a solution of one challenge (the tied-head MLM forward pass unless --problem says another). "
+        description="Grade a solution of one challenge (the default one, problem/DEFAULT's, unless --problem says another). "
         "Exit status: 0 accepted, 1 any other verdict, 2 usage or grader error. "
-        "To grade many submissions: python -m grader batch --help; the challenges: python -m grader problems.",
+        "To grade many submissions: python -m grader batch --help; over HTTP: python -m grader serve --help; "
+        "the challenges: python -m grader problems; to write one: python -m grader new --help; "
+        "to check one: python -m grader verify --help.",
     )
     parser.add_argument("submission", type=Path, nargs="?", help="the candidate's solution.py")
     parser.add_argument(
@@ -133,8 +137,15 @@ def save_public_cases(spec: Spec, folder: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Never a traceback: usage errors are one line on stderr (exit status 2); a fault of the grader
-    is a grader_error report in the requested format (exit status 2)."""
-    argv = sys.argv[1:] if argv is None else argv
+    is a grader_error report in the requested format (exit status 2). No warning of the grader's own
+    process (torch's, nbformat's) reaches the output: what a submission warns is its child's stderr,
+    captured apart and shown in its report."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _command(sys.argv[1:] if argv is None else argv)
+
+
+def _command(argv: list[str]) -> int:
     if argv[:1] == ["batch"]:
         from grader.batch import command
 
@@ -151,10 +162,18 @@ def main(argv: list[str] | None = None) -> int:
         from grader import allowlist
 
         return allowlist.main(argv[1:])
+    if argv[:1] == ["new"]:
+        from grader import new
+
+        return new.main(argv[1:])
     if argv[:1] == ["verify"]:
         from grader import verify
 
         return verify.main(argv[1:])
+    if argv[:1] == ["serve"]:
+        from grader.service import command as service_command
+
+        return service_command.main(argv[1:])
     args = parse_args(argv)  # argparse exits with status 2 and a usage line on bad arguments
     if args.json and args.format not in (None, "json"):
         print(f"grader: --json means --format json; give one of --json and --format {args.format}", file=sys.stderr)

@@ -1,16 +1,20 @@
 """What a wrong answer gets wrong, in a sentence or two, most likely first (deciding only: no I/O).
 
 Everything here runs in the grader, on what the child returned for its failing cases (the checked
-reply and the tensors the grader kept: an output of the wrong shape or dtype is described, not kept):
+reply and the tensors the grader kept: an output of the wrong shape or dtype is described, not kept),
+and knows no problem: what a package's probe cases prove is the package's data ([diagnosis] in its
+problem.toml, grader/spec.py Diagnosis), its known mistakes its own code (reference/<module>/mistakes.py).
 - checks that are not about numbers (type, dtype, device, inputs changed in place) say so;
 - float64 results that are all float32 numbers mean the computation ran in float32;
 - known mistakes: when a failing case's output matches, within the case's tolerance, a known wrong
-  twin of the reference (reference/mlm_forward_tied/mistakes.py), and that twin explains every failing case, it is
-  named. `[diagnosis] known_mistakes = false` in the spec turns this off (exams), and so does the
+  twin of the reference (the package's mistakes.MISTAKES), and that twin explains every failing
+  case, it is named. `[diagnosis] known_mistakes = false` turns this off (exams), and so does the
   absence of reference/ (a candidate's kit);
-- probe cases (family "probes" in problem/mlm-forward-tied/problem.toml) switch parts of the network off or make them
-  trivial; which pass and which fail locates the fault (`localise`). A conclusion names a part only
-  when the probes prove the parts before it right.
+- probe cases switch parts of the computation off or make them trivial; which give right values and
+  which wrong ones locates the fault (`localise`): a probe with right values proves right every part
+  it depends on, and the smallest set of parts that explains every failing probe, when it is the only
+  one, is named. The evidence is told from the outcomes themselves, as the table shows them, so the
+  diagnosis never says of a probe what the table contradicts.
 """
 
 import itertools
@@ -24,137 +28,31 @@ from grader.case import Case
 from grader.child.vjp import vector_jacobian
 from grader.compare import bitwise_equal, compare_values
 from grader.results import NOT_NUMBERS, NOT_RUN, WRONG_LOGITS, WRONG_NUMBERS, CaseResult, Check, Verdict
-from grader.spec import PROBE_FAMILY, Spec, hidden_module  # noqa: F401 - PROBE_FAMILY: named here too, where the probes are read
+from grader.spec import Diagnosis, Spec, hidden_module
 
 Received = dict[str, tuple[dict[str, Any], dict[str, Tensor]]]  # case name -> (reply, tensors), failing cases only
 
-# The probe cases by role (their names in problem/mlm-forward-tied/problem.toml).
-EMBEDDING = "probe_embedding"  # no blocks, one sequence, every position selected
-GATHER_ORDER = "probe_gather_order"  # no blocks, several sequences, every position selected
-MASK_THRESHOLD = "probe_mask_threshold"  # no blocks, one sequence, mask values around 0.5
-WITHOUT_ATTENTION = "probe_without_attention"  # w_o = 0: layer norm and feed-forward only
-ATTENTION_ONLY = "probe_attention_only"  # w_mlp2 = 0
-UNIFORM_ATTENTION = "probe_uniform_attention"  # w_q = 0 and w_mlp2 = 0: all scores equal
-SINGLE_HEAD = "probe_single_head"  # w_mlp2 = 0, one head
-SINGLE_POSITION = "probe_single_position"  # T = 1, full block
-SINGLE_POSITION_ATTENTION = "probe_single_position_attention"  # T = 1, w_mlp2 = 0: no scores, no averaging, no feed-forward
-IDENTITY_BLOCKS = "probe_identity_blocks"  # w_o = 0 and w_mlp2 = 0: the block must leave x unchanged
-SYMMETRIC_WEIGHTS = "probe_symmetric_weights"  # every matrix symmetric: x @ W == x @ W.T
-ONE_BLOCK = "probe_one_block"
-TWO_BLOCKS = "probe_two_blocks"
-OUTSIDE_PROBES = (EMBEDDING, GATHER_ORDER, MASK_THRESHOLD)
-BLOCK_PROBES = (
-    WITHOUT_ATTENTION, ATTENTION_ONLY, UNIFORM_ATTENTION, SINGLE_HEAD, SINGLE_POSITION, SINGLE_POSITION_ATTENTION,
-    IDENTITY_BLOCKS, SYMMETRIC_WEIGHTS, ONE_BLOCK, TWO_BLOCKS,
-)  # fmt: skip
-PROBES = (*OUTSIDE_PROBES, *BLOCK_PROBES)
-
-# The parts of the computation (keys of CONCLUSIONS) that each probe's logits depend on: a probe
-# whose logits are right proves these parts right, a probe whose logits are wrong has a fault in one
-# of them. A zeroed matrix switches its path off (w_o = 0: no attention; w_mlp2 = 0: no
-# feed-forward); with one position there are no scores to get wrong and nothing to average; with
-# all scores equal each head takes the plain mean, whatever the split into heads; with one head
-# d_head is d_model; symmetric matrices hide their orientation; several sequences show the order of rows.
-OUTSIDE = frozenset({"embedding_or_head"})
-_LN = OUTSIDE | {"structure", "layer_norm", "orientation"}  # a block with a path switched on
-# "w_o_orientation": w_o used as w_o.T, a fault of the value path that symmetric matrices hide
-# (the other value-path faults, such as v = h @ w_k, they do not).
-_VALUES = frozenset({"value_path", "w_o_orientation"})
-_ATTENTION = _LN | _VALUES | {"averaging", "scores", "heads"}
-_FULL = _ATTENTION | {"feed_forward", "chaining"}
-PROBE_PARTS: dict[str, frozenset[str]] = {
-    EMBEDDING: OUTSIDE,
-    GATHER_ORDER: OUTSIDE | {"gather_order"},
-    MASK_THRESHOLD: OUTSIDE | {"selection"},
-    IDENTITY_BLOCKS: OUTSIDE | {"structure", "gather_order"},
-    WITHOUT_ATTENTION: _LN | {"feed_forward", "gather_order"},
-    ATTENTION_ONLY: _ATTENTION | {"gather_order"},
-    UNIFORM_ATTENTION: _LN | _VALUES | {"averaging", "gather_order"},
-    SINGLE_HEAD: _ATTENTION - {"heads"} | {"gather_order"},
-    SINGLE_POSITION: _LN | _VALUES | {"feed_forward", "chaining"},
-    SINGLE_POSITION_ATTENTION: _LN | _VALUES,
-    SYMMETRIC_WEIGHTS: _FULL - {"orientation", "w_o_orientation"} | {"gather_order"},
-    ONE_BLOCK: _FULL | {"gather_order"},
-    TWO_BLOCKS: _FULL | {"gather_order", "across_blocks"},
-}
-BLOCK_PARTS = frozenset().union(*PROBE_PARTS.values()) - OUTSIDE - {"gather_order", "selection"}
-SAME_CONCLUSION = {"w_o_orientation": "value_path"}  # a part the probes tell apart, told to the candidate as another
 LARGEST_EXPLANATION = 3  # more faults at once than this: the probes cannot tell them apart
-
-_BLOCKS = "The embedding, the selection of rows and the tied head are right (the probes without blocks pass); the fault is in the blocks, "
-# Probe conclusions: what the pattern of passing and failing probes proves, and where to look.
-CONCLUSIONS = {
-    "embedding_or_head": "The fault is outside the blocks: with no blocks and every position selected the logits are already wrong. "
-    "Check x = w_emb[input_ids] + pos_embed and logits = rows @ w_emb.T, with nothing (no final layer norm) in between.",
-    "head_columns": "The tied head is wrong: the result does not have vocab_size columns. logits = rows @ w_emb.T, shape (M, vocab_size).",
-    "selection": "The selection of masked positions is wrong: take exactly the positions with mask_indicator > 0.5, strictly "
-    "(0.5 itself is not selected; values below 0 and above 1 occur), one row each.",
-    "gather_order": "The embedding and the tied head are right (the probe without blocks on one sequence passes), but with several sequences "
-    "the rows come in the wrong order: row-major (n, t), all selected positions of sequence 0 first.",
-    "structure": _BLOCKS + "in their residual structure: a block whose attention and feed-forward add nothing (w_o = 0, w_mlp2 = 0) "
-    "still changes x. Pre-LN: x = x + MHA(LN(x)), then x = x + FFN(LN(x)), each residual added to x itself.",
-    "orientation": _BLOCKS + "in the orientation of the weights: with symmetric matrices the blocks are right, otherwise the attention and "
-    "the feed-forward both fail. Weights are (in, out): x @ W, never x @ W.T.",
-    "layer_norm": _BLOCKS + "most likely in the layer norm that the attention and the feed-forward share (each fails alone; the residual "
-    "structure is right): (x - mean) / sqrt(var + 1e-5), population variance, eps inside the root.",
-    "feed_forward": _BLOCKS + "in the feed-forward: the probe without attention fails, the attention-only one passes. "
-    "FFN(h) = GELU(h @ w_mlp1) @ w_mlp2, GELU(u) = 0.5 * u * (1 + tanh(sqrt(2 / pi) * (u + 0.044715 * u**3))).",
-    "value_path": _BLOCKS + "in the attention's value path: it fails even with all scores equal and with a single position "
-    "(the feed-forward passes). Check v = h @ w_v, the heads concatenated in column order, then @ w_o.",
-    "averaging": _BLOCKS + "in how attention averages over positions: right with one position, wrong with all scores equal, where "
-    "each query takes the plain mean of the values of its whole sequence (weights summing to one over the keys, no causal mask).",
-    "scores": _BLOCKS + "in the attention scores: right when all scores are equal, wrong with one head. "
-    "Per head: q @ k^T / sqrt(d_head) with q = h @ w_q, k = h @ w_k, softmax over the keys (the last dimension).",
-    "heads": _BLOCKS + "in how heads divide d_model: one head is right, several are not. Head j owns the contiguous columns "
-    "[j * d_head, (j + 1) * d_head), and scores are divided by sqrt(d_head), the width of one head.",
-    "chaining": _BLOCKS + "in how the attention and the feed-forward follow each other: each is right alone, a whole block is not. "
-    "The feed-forward's layer norm takes x after the attention's residual add.",
-    "across_blocks": _BLOCKS + "in going from one block to the next: one block is right, two are not. "
-    "Block i uses blocks_weights[i], in order, on the previous block's output.",
-    "nonfinite_blocks": "The embedding and the tied head are right (a probe through the blocks passes), but through the blocks your logits hold NaN "
-    "or inf where the expected ones are finite, even where w_o = 0 or w_mlp2 = 0 switch a path off (NaN * 0 is NaN), so the probes cannot "
-    "tell which part makes them: look for a softmax over a row whose scores are all -inf (every position attends to every position of its "
-    "sequence; the mask only selects the rows for the head), a division by zero or an overflow.",
-    "gradient_outside": "The logits are right but the gradients are not, already with no blocks: the embedding lookup or the tied head is cut "
-    "off from autograd. Both must use w_emb itself (no .detach(), torch.no_grad(), NumPy or copy).",
-    "gradient_blocks": "The logits are right but the gradients are not, and only with blocks: a step inside the blocks is cut off from "
-    "autograd (.detach(), .item(), NumPy or torch.no_grad()).",
-}
-
-# Where each part is and what it must be, for a diagnosis that finds several faults at once.
-FIXES = {
-    "embedding_or_head": "outside the blocks: x = w_emb[input_ids] + pos_embed, and logits = rows @ w_emb.T with nothing (no final layer norm) in between",
-    "selection": "the selection of masked positions: exactly those with mask_indicator > 0.5, strictly",
-    "gather_order": "the order of the rows: row-major (n, t), all selected positions of sequence 0 first",
-    "structure": "the residual structure: pre-LN, x = x + MHA(LN(x)), then x = x + FFN(LN(x)), each residual added to x itself",
-    "orientation": "the orientation of the weights: (in, out), x @ W, never x @ W.T",
-    "layer_norm": "the layer norm: (x - mean) / sqrt(var + 1e-5), population variance, eps inside the root",
-    "feed_forward": "the feed-forward: GELU(h @ w_mlp1) @ w_mlp2, GELU(u) = 0.5 * u * (1 + tanh(sqrt(2 / pi) * (u + 0.044715 * u**3)))",
-    "value_path": "the attention's value path: v = h @ w_v, the heads concatenated in column order, then @ w_o",
-    "averaging": "how attention averages over positions: weights summing to one over the keys of the whole sequence, no causal mask",
-    "scores": "the attention scores: per head q @ k^T / sqrt(d_head), softmax over the keys (the last dimension)",
-    "heads": "how heads divide d_model: head j owns the columns [j * d_head, (j + 1) * d_head), scores divided by sqrt(d_head)",
-    "chaining": "how the attention and the feed-forward follow each other: the feed-forward's layer norm takes x after the attention's residual add",
-    "across_blocks": "going from one block to the next: block i uses blocks_weights[i], in order, on the previous block's output",
-}
 SEVERAL = (
     "The probe cases show faults in {count} parts at once (each failing probe is explained by one of them, "
     "and no one part explains them all); fix them one at a time: "
 )
-# The start of a block's conclusion when the probes without blocks did not all run (one raised):
-# a probe through the blocks that passes still proves the embedding and the head right.
-_BLOCKS_UNRUN = (
-    "The embedding and the tied head are right (a probe through the blocks passes; the probes without blocks did not all run); the fault is in the blocks, "
-)
 
-# A twin's logits are compared on every failing case, its gradients (a backward pass each) on the
+# A twin's values are compared on every failing case, its gradients (a backward pass each) on the
 # first few only: a step cut off from autograd shows on any case.
 GRADIENT_CASES = 3
 
 PRECISION = (
-    "Your float64 logits are all float32 numbers: the computation runs in float32 somewhere. Compute in the dtype of the inputs "
+    "Your float64 {noun} are all float32 numbers: the computation runs in float32 somewhere. Compute in the dtype of the inputs "
     "(no .float(), no float32 tensors of constants)."
 )
+RIGHT = ("ok", "gradient")  # the outcomes of a probe whose values are right
+
+
+def noun(spec: Spec) -> str:
+    """How a sentence names what the call returns: the one output's `what` ("the logits" -> "logits"), else "results"."""
+    returned = spec.returned
+    return returned[0].what.removeprefix("the ") if len(returned) == 1 else "results"
 
 
 @dataclass(frozen=True)
@@ -177,8 +75,8 @@ class Finding:
     sentences: list[str]
     checks: tuple[Check, ...] = ()  # the checks not about numbers (NOT_NUMBERS) that got a sentence
     precision: bool = False  # the float64 results are float32 numbers
-    mistake: str | None = None  # the name of the twin in reference/mlm_forward_tied/mistakes.py
-    parts: tuple[str, ...] = ()  # the keys of the conclusions in CONCLUSIONS: each part the probes show wrong
+    mistake: str | None = None  # the name of the twin in the package's mistakes.py
+    parts: tuple[str, ...] = ()  # the parts ([diagnosis.parts]) the probes show wrong
 
     @property
     def part(self) -> str | None:
@@ -201,13 +99,13 @@ def analyse(cases: list[Case], results: list[CaseResult], received: Received, sp
     failures = [Failure(by_name[r.name], r, *received.get(r.name, ({}, {}))) for r in results if r.status == Verdict.WRONG_ANSWER and r.name in by_name]
     if not failures:
         return Finding([])
-    checks = {check: sentence for check in NOT_NUMBERS if (sentence := _check_sentence(check, failures))}
+    checks = {check: sentence for check in NOT_NUMBERS if (sentence := _check_sentence(check, failures, spec))}
     sentences = [checks[check] for check in checks if check != Check.INPUTS]
     numeric = [f for f in failures if f.result.check in WRONG_NUMBERS and (_is_float(f.tensors.get("output")) or f.shape is not None)]
 
     precision = _float32_precision(numeric)
     if precision:
-        sentences.append(PRECISION)
+        sentences.append(PRECISION.format(noun=noun(spec)))
         numeric = [f for f in numeric if f.case.dtype != "float64"]  # the float64 cases fail by rounding alone
 
     mistake = None
@@ -217,31 +115,57 @@ def analyse(cases: list[Case], results: list[CaseResult], received: Received, sp
             mistake, sentence = named
             sentences.append(sentence)
 
-    shape_part = _shape_part(failures)
-    outcomes = _probe_outcomes(results, received)
-    parts = () if precision else (shape_part,) if shape_part else localise(outcomes)
-    sentences += conclusions(parts, all(outcomes.get(name) in ("ok", "gradient") for name in OUTSIDE_PROBES))
+    parts: tuple[str, ...] = ()
+    if spec.diagnosis is not None and not precision:
+        model = spec.diagnosis
+        shape_part = _shape_part(failures, model, spec)
+        outcomes = probe_outcomes(results, model, received)
+        parts = (shape_part,) if shape_part else localise(outcomes, model)
+        sentences += conclusions(parts, outcomes, model, noun(spec), evidence=not shape_part)
     if Check.INPUTS in checks:  # the least likely to be the first thing to fix: the numbers are right
         sentences.append(checks[Check.INPUTS])
     return Finding(sentences, tuple(checks), precision, mistake, parts)
 
 
-def conclusions(parts: tuple[str, ...], outside_ran: bool = True) -> list[str]:
-    """One part: its conclusion, with the reasoning the probes give (which says the probes without
-    blocks pass only when they did). Several: each part's fix."""
-    if len(parts) <= 1:
-        return [CONCLUSIONS[part] if outside_ran else CONCLUSIONS[part].replace(_BLOCKS, _BLOCKS_UNRUN) for part in parts]
-    return [SEVERAL.format(count=len(parts)) + "; ".join(f"({i}) in {FIXES[part]}" for i, part in enumerate(parts, 1)) + "."]
+def conclusions(parts: tuple[str, ...], outcomes: dict[str, str], model: Diagnosis, noun: str = "values", evidence: bool = True) -> list[str]:
+    """One part: its conclusion, after its premise where the package gives one (which says what the
+    probes prove right only when they did). Several: each part's fix. Then the evidence: the probes
+    whose values are wrong, and those whose values are right but whose gradient is not."""
+    if not parts:
+        return []
+    if len(parts) == 1:
+        part = model.parts[parts[0]]
+        premise = model.premises.get(part.premise)
+        if premise is None:
+            text = part.conclusion
+        else:
+            text = (premise.holds if all(outcomes.get(p) in RIGHT for p in premise.probes) else premise.otherwise) + part.conclusion
+    else:
+        fixes = (f"({i}) in {model.parts[part].fix or model.parts[part].conclusion}" for i, part in enumerate(parts, 1))
+        text = SEVERAL.format(count=len(parts)) + "; ".join(fixes) + "."
+    return [text + (_evidence(outcomes, noun) if evidence else "")]
+
+
+def _evidence(outcomes: dict[str, str], noun: str) -> str:
+    """The probes' outcomes as the table shows them: never a claim the table contradicts."""
+    wrong = [name for name, outcome in outcomes.items() if outcome in ("values", "nonfinite")]
+    cut = [name for name, outcome in outcomes.items() if outcome == "gradient"]
+    said = []
+    if wrong:
+        said.append(f"wrong {noun}: {', '.join(wrong)}")
+    if cut:
+        said.append(f"right {noun} but a wrong gradient: {', '.join(cut)}")
+    return f" (Probe cases with {'; with '.join(said)}.)" if said else ""
 
 
 # -- probes ---------------------------------------------------------------------------------------
-def _probe_outcomes(results: list[CaseResult], received: Received | None = None) -> dict[str, str]:
-    """For each probe case that ran: "ok", "values" (wrong logits), "nonfinite" (wrong logits with
+def probe_outcomes(results: list[CaseResult], model: Diagnosis, received: Received | None = None) -> dict[str, str]:
+    """For each probe case that ran: "ok", "values" (wrong values), "nonfinite" (wrong values with
     NaN or inf: a zeroed matrix no longer switches a path off, NaN * 0 is NaN), "gradient" (right
-    logits, wrong gradient) or "unknown" (it raised, or failed a check that says nothing about the numbers)."""
+    values, wrong gradient) or "unknown" (it raised, or failed a check that says nothing about the numbers)."""
     outcomes = {}
     for r in results:
-        if r.name not in PROBES or r.status == NOT_RUN:
+        if r.name not in model.probes or r.status == NOT_RUN:
             continue
         if r.passed or (r.status == Verdict.WRONG_ANSWER and r.check == Check.INPUTS):  # values were checked before inputs
             outcomes[r.name] = "ok"
@@ -255,75 +179,86 @@ def _probe_outcomes(results: list[CaseResult], received: Received | None = None)
     return outcomes
 
 
-def localise(outcomes: dict[str, str]) -> tuple[str, ...]:
-    """The parts the probe outcomes show wrong (keys of CONCLUSIONS), or () when they prove nothing.
+def localise(outcomes: dict[str, str], model: Diagnosis) -> tuple[str, ...]:
+    """The parts the probe outcomes show wrong, or () when they prove nothing.
 
-    Only the probes that ran count. A probe with right logits proves right every part it depends on
-    (PROBE_PARTS); each probe with wrong logits has a fault in one of its parts not proven right. The
-    answer is the smallest set of parts that explains every failing probe, when there is exactly one
-    such set: a part is never named where another, as small, explanation exists."""
+    Only the probes that ran count. A probe with right values proves right every part it depends on;
+    each probe with wrong values has a fault in one of its parts not proven right. The answer is the
+    smallest set of parts that explains every failing probe, when there is exactly one such set: a
+    part is never named where another, as small, explanation exists. With every probe's values right
+    and some gradients wrong, the gradient part of those probes that comes first in [diagnosis.parts]."""
+    order = list(model.parts)
     wrong = {name for name, outcome in outcomes.items() if outcome in ("values", "nonfinite")}
     if not wrong:
-        gradient = {name for name, outcome in outcomes.items() if outcome == "gradient"}
-        if gradient & set(OUTSIDE_PROBES):
-            return ("gradient_outside",)
-        return ("gradient_blocks",) if gradient else ()
-    right = frozenset().union(*(PROBE_PARTS[name] for name, outcome in outcomes.items() if outcome in ("ok", "gradient")))
+        cut = {model.probes[name].gradient for name, outcome in outcomes.items() if outcome == "gradient"} - {""}
+        return (min(cut, key=order.index),) if cut else ()
+    right = frozenset().union(*(model.probes[name].parts for name, outcome in outcomes.items() if outcome in RIGHT))
     suspects = []
     for name in wrong:
-        # NaN or inf pass through a zeroed matrix: the probe then depends on every part of the block.
-        parts = PROBE_PARTS[name] | (BLOCK_PARTS if outcomes[name] == "nonfinite" and name not in OUTSIDE_PROBES else set())
-        suspects.append(parts - right)
-    # NaN or inf through the blocks, with the outside proven right, is a finding of its own when no part can be named.
-    fallback = ("nonfinite_blocks",) if OUTSIDE <= right and any(outcomes[name] == "nonfinite" for name in wrong - set(OUTSIDE_PROBES)) else ()
+        # NaN or inf pass through a zeroed matrix: such a probe then depends on every part NaN can come from.
+        extra = model.nonfinite_parts if outcomes[name] == "nonfinite" and name in model.nonfinite_probes else frozenset()
+        suspects.append((model.probes[name].parts | extra) - right)
+    # NaN or inf that no part explains, with the parts before them proven right, is a finding of its own.
+    nonfinite = any(outcomes[name] == "nonfinite" and name in model.nonfinite_probes for name in wrong)
+    fallback = (model.nonfinite_fallback,) if model.nonfinite_fallback and nonfinite and model.nonfinite_proven <= right else ()
     if not all(suspects):  # a failing probe whose parts are all proven right: the model of the probes does not fit
         return fallback
     candidates = sorted(frozenset().union(*suspects))
     for size in range(1, LARGEST_EXPLANATION + 1):
         explanations = [chosen for chosen in itertools.combinations(candidates, size) if all(set(chosen) & parts for parts in suspects)]
         if len(explanations) == 1:
-            named = {SAME_CONCLUSION.get(part, part) for part in explanations[0]}
-            return tuple(sorted(named, key=list(CONCLUSIONS).index))
+            named = {model.parts[part].told_as or part for part in explanations[0]}
+            return tuple(sorted(named, key=order.index))
         if explanations:  # as small and as good as another: the probes cannot tell which
             return fallback
     return fallback
 
 
-def _shape_part(failures: list[Failure]) -> str | None:
-    """A result of the wrong shape says by itself which part is wrong: the number of rows is the
-    selection's, the number of columns the head's."""
-    for f in failures:
-        if f.result.check != Check.SHAPE or f.shape is None or len(f.shape) != 2:
-            continue
-        m, v = f.case.grad_output.shape
-        if f.shape[1] != v:
-            return "head_columns"
-        if f.shape[0] != m:
-            return "selection"
+def _shape_part(failures: list[Failure], model: Diagnosis, spec: Spec) -> str | None:
+    """A result of the wrong shape may say by itself which part is wrong ([[diagnosis.shapes]]: a
+    wrong size on one axis of an output points at a part), checked in the order the package gives."""
+    names = [o.name for o in spec.returned]
+    for output, axis, part in model.shapes:
+        index = names.index(output)
+        for f in failures:
+            got = f.shape if spec.returns == "tensor" else _part_shape(f, index)
+            want = f.case.output_shapes[index]
+            if f.result.check == Check.SHAPE and got is not None and len(got) == len(want) and got[axis] != want[axis]:
+                return part
     return None
 
 
+def _part_shape(f: Failure, index: int) -> tuple[int, ...] | None:
+    parts = f.reply.get("parts", [])
+    shape = parts[index].get("shape") if index < len(parts) else None
+    return tuple(shape) if isinstance(shape, list) else None
+
+
 # -- checks that are not about numbers -------------------------------------------------------------
-def _check_sentence(check: Check, failures: list[Failure]) -> str | None:
+def _check_sentence(check: Check, failures: list[Failure], spec: Spec) -> str | None:
     failed = [f for f in failures if f.result.check == check]
     if not failed:
         return None
+    what = " and ".join(o.what for o in spec.returned) or "the result"
     if check == Check.TYPE:
         return (
-            "The result is not a plain torch.Tensor: return the logits tensor itself (not a NumPy array, a list, "
+            f"The result is not a plain torch.Tensor: return {what} itself (not a NumPy array, a list, "
             "a subclass of torch.Tensor or a sparse tensor)."
         )
     if check == Check.DTYPE:
         f = failed[0]
         dtype = f.reply.get("output", {}).get("dtype")
         got = f" ({dtype} for {f.case.dtype} inputs)" if isinstance(dtype, str) else ""
-        return f"The result's dtype is not the inputs' dtype{got}: return the logits in w_emb's dtype (no .double(), .float() or .to() on the result)."
+        return (
+            f"The result's dtype is not the inputs' dtype{got}: return {what} in the dtype of the float inputs "
+            "(no .double(), .float() or .to() on the result)."
+        )
     if check == Check.DEVICE:
         return "The result is not on the inputs' device: return it where the inputs are (no .to() or .cuda())."
     changed = sorted({name for f in failed for name in f.case.inputs if _changed(f, name)})
     names = ", ".join(changed) if changed else "an argument"
     return (
-        f"Your call changes {names} in place (the logits are right): work on new tensors, with no in-place operation "
+        f"Your call changes {names} in place ({what} are right): work on new tensors, with no in-place operation "
         "(x += ..., .add_(), .gt_(), item assignment) on an argument."
     )
 
@@ -374,10 +309,10 @@ def _name_mistake(numeric: list[Failure], spec: Spec) -> tuple[str, str] | None:
             matches.add(match)
         else:
             if LOGITS_ONLY not in matches:
-                return twin.name, _mistake_sentence(twin, matches, values_fail)
+                return twin.name, _mistake_sentence(twin, matches, values_fail, noun(spec))
             fallback = fallback or (twin, matches)
     if fallback:
-        return fallback[0].name, _mistake_sentence(*fallback, values_fail)
+        return fallback[0].name, _mistake_sentence(*fallback, values_fail, noun(spec))
     return None
 
 
@@ -387,25 +322,25 @@ SHAPE_ONLY = "shape"  # a result of the wrong shape, not kept: the twin's result
 LOGITS_ONLY = "logits"  # the logits match, the gradients do not
 
 
-def _mistake_sentence(twin: Any, matches: set[str], values_fail: bool) -> str:
+def _mistake_sentence(twin: Any, matches: set[str], values_fail: bool, noun: str) -> str:
     if not values_fail:
-        return f"Your logits are right and your gradients match the reference {twin.what}: {twin.fix}."
+        return f"Your {noun} are right and your gradients match the reference {twin.what}: {twin.fix}."
     if LOGITS_ONLY in matches:
         return (
-            f"Your logits match the reference {twin.what} ({twin.fix}), but your gradients differ from that variant's: "
+            f"Your {noun} match the reference {twin.what} ({twin.fix}), but your gradients differ from that variant's: "
             "something else is wrong too, perhaps a step cut off from autograd."
         )
     if matches == {SHAPE_ONLY}:
         return f"Your results have the shape of the reference {twin.what}: {twin.fix}."
-    return f"Your logits match the reference {twin.what}: {twin.fix}."
+    return f"Your {noun} match the reference {twin.what}: {twin.fix}."
 
 
 def _explains(twin: Any, f: Failure, spec: Spec, compare_gradients: bool) -> str | None:
     """How far the twin explains this failing case (EXPLAINED, SHAPE_ONLY, LOGITS_ONLY), or None."""
-    tolerance, gradient_tolerance = spec.tolerances(f.case.family, f.case.dtype)
+    tolerance, gradient_tolerance = spec.tolerance(f.case.family, f.case.dtype), spec.tolerance(f.case.family, f.case.dtype, gradient=True)
     if f.result.check in WRONG_LOGITS:
         with torch.no_grad():
-            output = twin(**_inputs(twin, f.case), num_heads=f.case.args["num_heads"])
+            output = twin(**_arguments(twin, f.case))
         if not _is_float(f.tensors.get("output")):  # not kept: only its description is left
             return SHAPE_ONLY if tuple(output.shape) == f.shape else None
         if not _close(output, f.tensors["output"], tolerance):
@@ -418,17 +353,19 @@ def _explains(twin: Any, f: Failure, spec: Spec, compare_gradients: bool) -> str
     return EXPLAINED if gradients_match else LOGITS_ONLY
 
 
-def _inputs(twin: Any, case: Case) -> dict[str, Tensor]:
+def _arguments(twin: Any, case: Case) -> dict[str, Any]:
+    """The case's arguments by name, as a twin takes them: float tensors in float64 (in the case's
+    dtype for a twin that computes in it)."""
     dtype = getattr(torch, case.dtype) if twin.in_case_dtype else torch.float64
-    return {name: t.to(dtype) if t.is_floating_point() else t for name, t in case.inputs.items()}
+    return {name: v.to(dtype) if isinstance(v, Tensor) and v.is_floating_point() else v for name, v in case.args.items()}
 
 
 def _twin_grads(twin: Any, case: Case) -> dict[str, Tensor]:
-    inputs = _inputs(twin, case)
+    arguments = _arguments(twin, case)
     wrt = case.differentiable
-    leaves = [inputs[name].clone().requires_grad_(True) for name in wrt]
-    inputs |= dict(zip(wrt, leaves, strict=True))
-    output = twin(**inputs, num_heads=case.args["num_heads"])
+    leaves = [arguments[name].clone().requires_grad_(True) for name in wrt]
+    arguments |= dict(zip(wrt, leaves, strict=True))
+    output = twin(**arguments)
     if not output.requires_grad or output.shape != case.grad_output.shape:
         return {name: torch.zeros_like(leaf) for name, leaf in zip(wrt, leaves, strict=True)}
     grads = vector_jacobian(output, leaves, case.grad_output.to(output.dtype))

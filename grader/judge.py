@@ -13,6 +13,7 @@ import io
 import math
 import stat
 import tempfile
+import threading
 import time
 import tokenize
 from collections.abc import Callable, Sequence
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from grader import policy, protocol
 from grader.child.wire import EXIT_REFUSED_UNTOLD
+from grader.notebook import NOTEBOOK_BYTES, NOTEBOOK_SUFFIX, Converted, NotebookError, convert
 from grader.protocol import ProtocolError, need
 from grader.results import PASSED, CaseResult, Check, Report, Verdict, deciding_case
 from grader.sandbox import IsolationUnavailable
@@ -73,12 +75,15 @@ class Rejection(Exception):
         self.message = message
 
 
-def read_source(path: Path, limit: int) -> tuple[bytes, ast.Module]:
-    """The file's bytes and syntax tree, or Rejection(compile_error) saying why not."""
+# Python 3.11's AST constructor keeps one recursion count for the whole interpreter: two threads
+# parsing at once (a batch's workers, the API's) can end one with "SystemError: AST constructor
+# recursion depth mismatch", a grader_error for a file that did nothing wrong. One parse at a time,
+# a .py file's and a notebook's alike (_parse, and convert's parse of each cell).
+_PARSING = threading.Lock()
 
-    def reject(why: str) -> Rejection:
-        return Rejection(Verdict.COMPILE_ERROR, f"{path.name}: {why}")
 
+def _read_bytes(path: Path, limit: int, reject: Callable[[str], Rejection]) -> bytes:
+    """The file's bytes, or Rejection saying why they cannot be read (not a regular file, over `limit`)."""
     try:
         info = path.stat()
         if not stat.S_ISREG(info.st_mode):
@@ -86,11 +91,37 @@ def read_source(path: Path, limit: int) -> tuple[bytes, ast.Module]:
         if info.st_size > limit:
             raise reject(f"the file is {info.st_size} bytes; the limit is {limit} bytes ({limit // 1024} KiB)")
         with open(path, "rb") as f:
-            source = f.read(limit + 1)
+            data = f.read(limit + 1)
     except OSError as error:
         raise reject(f"cannot be read ({error.strerror})") from None
-    if len(source) > limit:
+    if len(data) > limit:
         raise reject(f"the file is over the limit of {limit} bytes")
+    return data
+
+
+def _parse(text: str, name: str, reject: Callable[[str], Rejection], where: Callable[[int], str] = lambda line: f"line {line}") -> ast.Module:
+    """The syntax tree of the code, or Rejection(compile_error) saying why there is none; where(L)
+    names line L for the message (a notebook's cell and line). Parses under _PARSING."""
+    try:
+        with _PARSING:
+            return ast.parse(text, filename=name)
+    except SyntaxError as error:
+        at = f"{where(error.lineno)}, column {error.offset}" if error.lineno else "unknown position"
+        shown = f"\n    {error.text.rstrip()}" if error.text else ""
+        raise reject(f"syntax error at {at}: {error.msg}{shown}") from None
+    except ValueError as error:  # e.g. NUL bytes
+        raise reject(f"cannot be parsed: {error}") from None
+    except (RecursionError, MemoryError):  # the parser's own limits, on pathological nesting
+        raise reject("too deeply nested to parse (an expression or block nested thousands of levels deep); split it into smaller statements") from None
+
+
+def read_source(path: Path, limit: int) -> tuple[bytes, ast.Module]:
+    """The file's bytes and syntax tree, or Rejection(compile_error) saying why not."""
+
+    def reject(why: str) -> Rejection:
+        return Rejection(Verdict.COMPILE_ERROR, f"{path.name}: {why}")
+
+    source = _read_bytes(path, limit, reject)
     # A UTF-8 byte-order mark (some editors write one) is not part of the code; Python accepts it
     # when it imports the file, so the bytes for the child keep it.
     bom = len(codecs.BOM_UTF8) if source.startswith(codecs.BOM_UTF8) else 0
@@ -107,17 +138,43 @@ def read_source(path: Path, limit: int) -> tuple[bytes, ast.Module]:
         raise reject(f"{error.msg}; submissions are UTF-8: remove the coding declaration") from None
     if declared not in ("utf-8", "utf-8-sig"):
         raise reject(f"the file declares the encoding {declared} (a `# coding:` line); submissions are UTF-8: remove that line")
+    return source, _parse(text, path.name, reject)
+
+
+def read_notebook(path: Path, limit: int) -> tuple[bytes, ast.Module, Converted]:
+    """A notebook's code cells joined as one file (grader/notebook.py): its bytes, its syntax tree
+    and where each line came from; or Rejection saying why not (compile_error for a file that is
+    not a notebook or whose code does not parse, invalid_submission for a notebook without code).
+    `limit` bounds the code, not the notebook, which also holds the cells' outputs."""
+
+    def reject(why: str, verdict: Verdict = Verdict.COMPILE_ERROR) -> Rejection:
+        return Rejection(verdict, f"{path.name}: {why}")
+
+    data = _read_bytes(path, NOTEBOOK_BYTES, reject)
     try:
-        tree = ast.parse(text, filename=path.name)
+        with _PARSING:  # convert parses each cell to find its IPython lines
+            notebook = convert(data, path.name)
+    except NotebookError as error:
+        raise reject(str(error), Verdict.INVALID_SUBMISSION if error.no_code else Verdict.COMPILE_ERROR) from None
+    source = notebook.source.encode()
+    if len(source) > limit:
+        raise reject(f"its code cells hold {len(source)} bytes of code; the limit is {limit} bytes ({limit // 1024} KiB)")
+    # Python reads the joined file as the child will: a coding declaration in a cell is refused as in a .py file.
+    try:
+        declared, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
     except SyntaxError as error:
-        where = f"line {error.lineno}, column {error.offset}" if error.lineno else "unknown position"
-        shown = f"\n    {error.text.rstrip()}" if error.text else ""
-        raise reject(f"syntax error at {where}: {error.msg}{shown}") from None
-    except ValueError as error:  # e.g. NUL bytes
-        raise reject(f"cannot be parsed: {error}") from None
-    except (RecursionError, MemoryError):  # the parser's own limits, on pathological nesting
-        raise reject("too deeply nested to parse (an expression or block nested thousands of levels deep); split it into smaller statements") from None
-    return source, tree
+        raise reject(f"{error.msg}; remove the coding declaration from the first cell") from None
+    if declared not in ("utf-8", "utf-8-sig"):
+        raise reject(f"the first code cell declares the encoding {declared} (a `# coding:` line); remove that line")
+    return source, _parse(notebook.source, path.name, reject, notebook.where), notebook
+
+
+def read_submission(path: Path, limit: int) -> tuple[bytes, ast.Module, Converted | None]:
+    """A .py file (read_source) or a Jupyter notebook (read_notebook): the code's bytes, its syntax
+    tree, and for a notebook where each line came from."""
+    if path.suffix == NOTEBOOK_SUFFIX:
+        return read_notebook(path, limit)
+    return (*read_source(path, limit), None)
 
 
 def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: dict[str, Tensor], spec: Spec, result: CaseResult) -> None:
@@ -146,38 +203,25 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
         return fail(Verdict.WRONG_ANSWER, *problem)
 
     detailed = case.public or spec.hidden_case_details
-    _, gradient_tolerance = spec.tolerances(case.family, case.dtype)
-    for index, (declared, want) in enumerate(zip(spec.outputs, expected.outputs, strict=True)):
-        got = need(tensors, "output" if spec.returns == "tensor" else f"output_{index}")
-        headline = f"the values of {declared.what} are not close to the expected ones"
-        if declared.exact:
-            if not bitwise_equal(want.to(got.dtype), got):
-                if detailed:  # no tolerance to be within: any difference is infinitely past it
-                    result.ratio = math.inf
-                return fail(Verdict.WRONG_ANSWER, Check.VALUES, f"{headline} (compared exactly: {declared.dtype})")
-            continue
-        tolerance = spec.output_tolerance(declared, case.family, case.dtype)
-        values = compare_values(want, got, tolerance, show_values=case.public, scale_floor=declared.scale_floor)
-        if detailed and (index == 0 or not values.passed):
-            result.max_abs, result.max_rel = values.max_abs, values.max_rel
-        if detailed:
-            result.ratio = max(result.ratio or 0.0, values.ratio)
-        if not values.passed:
-            if not detailed:
-                return fail_hidden(Check.VALUES, headline, values)
-            return fail(Verdict.WRONG_ANSWER, Check.VALUES, f"{headline}\n{values.message}")
+    judged = _judge_properties if spec.judge == "properties" else _judge_outputs
+    if not judged(case, expected, tensors, spec, result, fail_hidden, detailed):
+        return None
+    if not _judge_updated(case, expected, tensors, spec, result, fail_hidden, detailed):
+        return None
 
-    changed = [name for name, tensor in case.inputs.items() if not bitwise_equal(tensor, need(tensors, f"after_{name}"))]
+    changed = [name for name, tensor in _unchanged(case, spec) if not bitwise_equal(tensor, need(tensors, name))]
     if changed:
-        return fail(Verdict.WRONG_ANSWER, Check.INPUTS, f"modified its input {', '.join(changed)} in place; inputs must be left unchanged")
+        shown = ", ".join(dict.fromkeys(name.removeprefix("after_").partition("@")[0].rpartition(":")[2].partition(".")[0] for name in changed))
+        return fail(Verdict.WRONG_ANSWER, Check.INPUTS, f"modified its input {shown} in place; inputs must be left unchanged")
 
+    gradient_tolerance = spec.tolerance(case.family, case.dtype, gradient=True)
     for name in case.differentiable:
         grad = compare_values(expected.grads[name], need(tensors, f"grad_{name}"), gradient_tolerance, show_values=case.public)
         if detailed:
             result.ratio = max(result.ratio or 0.0, grad.ratio)
         if not grad.passed:
             if detailed:  # the table shows the error of what failed: this gradient, not the outputs
-                result.max_abs, result.max_rel = grad.max_abs, grad.max_rel
+                result.max_abs, result.max_rel, result.tolerance = grad.max_abs, grad.max_rel, gradient_tolerance
             cut = "" if reply.get("differentiable") else " (the result does not require grad: it is cut off from the inputs' autograd graph)"
             headline = f"the gradient reaching {name} is wrong{cut}"
             if not detailed:
@@ -186,19 +230,132 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
     result.status = PASSED
 
 
+FailHidden = Callable[[Check, str, "Closeness"], None]
+
+
+def _judge_outputs(
+    case: Case, expected: Expected, tensors: dict[str, Tensor], spec: Spec, result: CaseResult, fail_hidden: FailHidden, detailed: bool
+) -> bool:
+    """Each returned output against the reference's, within its tolerance: False once one fails."""
+    from grader.compare import bitwise_equal, compare_values
+
+    for index, (declared, want) in enumerate(zip(spec.returned, expected.outputs, strict=True)):
+        got = need(tensors, "output" if spec.returns == "tensor" else f"output_{index}")
+        headline = f"the values of {declared.what} are not close to the expected ones"
+        if declared.exact:
+            if not bitwise_equal(want.to(got.dtype), got):
+                if detailed:  # no tolerance to be within: any difference is infinitely past it
+                    result.ratio = math.inf
+                result.fail(Verdict.WRONG_ANSWER, Check.VALUES, f"{headline} (compared exactly: {declared.dtype})")
+                return False
+            continue
+        tolerance = spec.tolerance(case.family, case.dtype, declared)
+        values = compare_values(want, got, tolerance, show_values=case.public, scale_floor=declared.scale_floor)
+        if detailed and (index == 0 or not values.passed):
+            result.max_abs, result.max_rel, result.tolerance = values.max_abs, values.max_rel, tolerance
+        if detailed:
+            result.ratio = max(result.ratio or 0.0, values.ratio)
+        if not values.passed:
+            if not detailed:
+                fail_hidden(Check.VALUES, headline, values)
+            else:
+                result.fail(Verdict.WRONG_ANSWER, Check.VALUES, f"{headline}\n{values.message}")
+            return False
+    return True
+
+
+def _judge_properties(
+    case: Case, expected: Expected, tensors: dict[str, Tensor], spec: Spec, result: CaseResult, fail_hidden: FailHidden, detailed: bool
+) -> bool:
+    """The returned outputs by the package's property check (problem/<id>/properties.py): False once
+    a property does not hold. The table shows the worst property's error, relative to the tolerance."""
+    from grader.compare import Closeness
+    from grader.expected import check_properties
+
+    count = len(spec.returned)
+    outputs = tuple(need(tensors, "output" if spec.returns == "tensor" else f"output_{i}") for i in range(count))
+    found = check_properties(case, outputs, spec)
+    tolerance = spec.tolerance(case.family, case.dtype)
+    worst = max(found, key=lambda p: p.ratio if p.ratio == p.ratio else math.inf)
+    if detailed:
+        result.max_abs, result.max_rel, result.tolerance = worst.error, worst.ratio * tolerance, tolerance
+        result.ratio = max(result.ratio or 0.0, worst.ratio if worst.ratio == worst.ratio else math.inf)
+    failing = next((p for p in found if not p.holds), None)
+    if failing is None:
+        return True
+    headline = f"the result does not have the property: {failing.claim}"
+    if not detailed:
+        fail_hidden(Check.VALUES, headline, Closeness(False, failing.error, failing.error, "", failing.ratio))
+    else:
+        result.fail(Verdict.WRONG_ANSWER, Check.VALUES, f"{headline} is {failing.error:.3g}, where the tolerance allows {failing.allowed:.3g}")
+    return False
+
+
+def _judge_updated(
+    case: Case, expected: Expected, tensors: dict[str, Tensor], spec: Spec, result: CaseResult, fail_hidden: FailHidden, detailed: bool
+) -> bool:
+    """Each parameter the call updates in place by contract, as the call (each step of a class's case,
+    in order) left it, against the reference's: False once one fails."""
+    from grader.compare import compare_values
+    from grader.expected import updated_output
+
+    for name, want in expected.updated.items():
+        got = need(tensors, name)
+        declared = updated_output(spec, name)
+        wire, _, step = name.removeprefix("after_").partition("@")
+        index = wire.partition(".")[2]
+        what = f"{declared.what}{f'[{index}]' if index else ''}{f' after step {step}' if step else ''}"
+        if got.dtype != want.to(got.dtype).dtype or tuple(got.shape) != tuple(want.shape):
+            why = f"{what} changed its shape or dtype in place: update it in place, keeping its shape {tuple(want.shape)}"
+            result.fail(Verdict.WRONG_ANSWER, Check.SHAPE, why)
+            return False
+        tolerance = spec.tolerance(case.family, case.dtype, declared)
+        values = compare_values(want, got, tolerance, show_values=case.public, scale_floor=declared.scale_floor)
+        if detailed:
+            result.ratio = max(result.ratio or 0.0, values.ratio)
+            if result.max_rel is None or not values.passed or values.max_rel > result.max_rel:
+                result.max_abs, result.max_rel, result.tolerance = values.max_abs, values.max_rel, tolerance
+        if not values.passed:
+            headline = f"the values of {what} are not close to the expected ones"
+            if not detailed:
+                fail_hidden(Check.VALUES, headline, values)
+            else:
+                result.fail(Verdict.WRONG_ANSWER, Check.VALUES, f"{headline}\n{values.message}")
+            return False
+    return True
+
+
+def _unchanged(case: Case, spec: Spec) -> list[tuple[str, Tensor]]:
+    """(the name the child sends it back under, the tensor as sent) for every tensor argument that
+    must come back unchanged: all but the parameters updated by contract, after the call, or after
+    each step of a class's case (the constructor's and that step's own)."""
+    from grader.child.wire import after_name
+
+    updated = set(spec.updated)
+    kept = {name: tensor for name, tensor in case.inputs.items() if name.partition(".")[0] not in updated}
+    if not case.method:
+        return [(after_name(name), tensor) for name, tensor in kept.items()]
+    found = []
+    for step in range(1, len(case.steps) + 1):
+        found += [(after_name(name, step), tensor) for name, tensor in (kept | case.step_inputs(step)).items()]
+    return found
+
+
 def _result_problem(reply: dict[str, Any], spec: Spec, case: Case) -> tuple[Check, str] | None:
     """Why what the call returned is not of the declared type, shape, dtype or device, or None."""
     out = reply.get("output", {})
+    if spec.returns == "none":  # a class's steps, or a function that only updates its parameters: nothing returned is judged
+        return None
     if spec.returns == "tensor":
-        return _tensor_problem(out, spec.outputs[0], case.output_shapes[0], case.dtype, "")
-    count = len(spec.outputs)
-    names = ", ".join(o.name for o in spec.outputs)
+        return _tensor_problem(out, spec.returned[0], case.output_shapes[0], case.dtype, "")
+    count = len(spec.returned)
+    names = ", ".join(o.name for o in spec.returned)
     if out.get("type") != "tuple":
         return Check.TYPE, f"returned a non-tuple {out.get('type')}; expected a tuple of {count} tensors ({names})"
     if out.get("length") != count:
         length = out.get("length")
         return Check.TYPE, f"returned a tuple of {length} element{'' if length == 1 else 's'}; expected {count} ({names})"
-    for index, (declared, shape) in enumerate(zip(spec.outputs, case.output_shapes, strict=True)):
+    for index, (declared, shape) in enumerate(zip(spec.returned, case.output_shapes, strict=True)):
         parts = reply.get("parts", [])
         if problem := _tensor_problem(parts[index] if index < len(parts) else {}, declared, shape, case.dtype, f"element {index} ({declared.name}): "):
             return problem
@@ -545,14 +702,17 @@ def grade(
     )
     cases: list[Case] = []
     received: Received = {}  # case name -> what the child returned, failing cases only
+    notebook: Converted | None = None
     try:
-        source, tree = read_source(path, spec.limits.source_bytes)
+        source, tree, notebook = read_submission(path, spec.limits.source_bytes)
+        if notebook is not None:
+            report.notes.append(notebook.summary())
         if prepared is not None:  # a batch has imported torch: the check takes milliseconds, and a refused file costs no child
             _check_policy(source, tree, spec, static_check)
     except Rejection as rejection:
         report.verdict, report.message = rejection.verdict, rejection.message
         report.seconds = time.monotonic() - started
-        return report
+        return _in_cells(report, notebook)
 
     # ignore_cleanup_errors: under the uid backend the runner user may leave files we cannot remove
     with tempfile.TemporaryDirectory(prefix="mlm-grader-", ignore_cleanup_errors=True) as workdir:
@@ -571,10 +731,19 @@ def grade(
             except Rejection as rejection:
                 report.verdict, report.message = rejection.verdict, rejection.message
         _keep_output(report, child)
-    if report.verdict == Verdict.WRONG_ANSWER and spec.diagnosis:  # a package with probe cases (grader/diagnosis.py)
+    if report.verdict == Verdict.WRONG_ANSWER and spec.diagnosis is not None:  # a package with probe cases (grader/diagnosis.py)
         from grader.diagnosis import analyse
 
         finding = analyse(cases, report.cases, received, spec)
         report.diagnosis, report.diagnosis_keys = finding.sentences, sorted(finding.keys())
     report.seconds = time.monotonic() - started
+    return _in_cells(report, notebook)
+
+
+def _in_cells(report: Report, notebook: Converted | None) -> Report:
+    """A notebook's report with each line of the joined file named as its cell and line."""
+    if notebook is not None:
+        report.message = notebook.relocate(report.message)
+        for case in report.cases:
+            case.message, case.staff_message = notebook.relocate(case.message), notebook.relocate(case.staff_message)
     return report

@@ -8,16 +8,20 @@ A class folder's entries are its files and folders; names starting with "." and 
 archivers and Python leave behind (__MACOSX, __pycache__) are ignored, and the batch says so. Every
 other entry is one student's submission:
 
-- a file `ID.py` is graded (id = the name without .py);
+- a file `ID.py` or `ID.ipynb` (a Jupyter notebook) is graded (id = the name without .py);
 - any other file (`bob.PY`, `carol.py.txt`, `notes.txt`) is not graded, and says why;
-- a folder `ID/` is graded through its `solution.py`, else its only `.py` file; none or several
-  is not graded, and says why (what the folder holds).
+- a folder `ID/` is graded through its `solution.py`, else its `solution.ipynb`, else its only
+  `.py` or `.ipynb` file; none or several is not graded, and says why (what the folder holds).
+
+An LMS's download (Canvas, Moodle) is read by grader/batch/lms.py, which falls back on these rules.
 """
 
 from dataclasses import dataclass
 from pathlib import Path
 
 SOLUTION = "solution.py"
+NOTEBOOK = "solution.ipynb"
+GRADED_SUFFIXES = (".py", ".ipynb")  # Python, and Jupyter notebooks (their code cells: grader/notebook.py)
 LEFT_BY_TOOLS = ("__MACOSX", "__pycache__")  # a zip made on macOS; Python's bytecode cache
 
 
@@ -30,23 +34,29 @@ def _listing(names: list[str], limit: int = 5) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
+def graded_name(name: str) -> bool:
+    """A file's name the grader grades: ending in .py, or .ipynb for a notebook (lower-case)."""
+    return name.endswith(GRADED_SUFFIXES)
+
+
 def choose_file(folder: Path) -> tuple[Path | None, str]:
     """(the file to grade, "") or (None, what the student must change): the folder's solution.py,
-    else its only .py file."""
-    if (folder / SOLUTION).is_file():
-        return folder / SOLUTION, ""
+    else its solution.ipynb, else its only .py or .ipynb file."""
+    for name in (SOLUTION, NOTEBOOK):
+        if (folder / name).is_file():
+            return folder / name, ""
     try:
         names = sorted(p.name for p in folder.iterdir() if not ignored(p.name))
     except OSError as error:
         return None, f"The submission folder could not be read ({error.strerror or error}); submit your solution as one file named {SOLUTION}."
-    found = [name for name in names if name.endswith(".py") and (folder / name).is_file()]
+    found = [name for name in names if graded_name(name) and (folder / name).is_file()]
     if len(found) == 1:
         return folder / found[0], ""
     if found:
-        return None, f"Several Python files were submitted ({_listing(found)}): submit exactly one, named {SOLUTION}."
+        return None, f"Several Python files were submitted ({_listing(found)}): submit exactly one, named {SOLUTION} (or {NOTEBOOK})."
     if not names:
         return None, f"No Python file was submitted (the submission is empty): submit your solution as one file named {SOLUTION}."
-    upper = [name for name in names if name.lower().endswith(".py")]
+    upper = [name for name in names if name.lower().endswith(GRADED_SUFFIXES)]
     if upper:  # Solution.PY: a Python file, but not by its name
         return None, f"No file ending in .py was submitted (found: {_listing(names)}): rename {upper[0]} to {SOLUTION}, ending in lower-case .py."
     return None, f"No Python file was submitted (found: {_listing(names)}): submit your solution as one file named {SOLUTION}."
@@ -55,18 +65,26 @@ def choose_file(folder: Path) -> tuple[Path | None, str]:
 @dataclass(frozen=True)
 class Entry:
     """One entry of a class folder (or one file named on the command line): its id, the file to
-    grade (for an entry that is not graded, the entry itself), and why it is not graded ("" when it is)."""
+    grade (for an entry that is not graded, the entry itself), and why it is not graded ("" when it is).
+    From an LMS's download (grader/batch/lms.py) also the student's name as the LMS wrote it, whether
+    the LMS marked the file late, what the report says about the file chosen (notes), and where the
+    file was found, for messages (shown: `download.zip:NAME` for a file of a zip; else the path)."""
 
     id: str
     path: Path
     not_graded: str = ""
+    name: str = ""
+    late: bool = False
+    notes: tuple[str, ...] = ()
+    shown: str = ""
 
 
 def _file_entry(path: Path) -> Entry:
-    if path.suffix == ".py":
+    if graded_name(path.name):
         return Entry(path.stem, path)
-    if path.suffix.lower() == ".py":
-        why = f"{path.name} is not graded: its name ends in {path.suffix}, not .py; rename it {path.stem}.py to have it graded."
+    if path.suffix.lower() in GRADED_SUFFIXES:
+        lower = path.suffix.lower()
+        why = f"{path.name} is not graded: its name ends in {path.suffix}, not {lower}; rename it {path.stem}{lower} to have it graded."
     else:
         why = f"{path.name} is not graded: it is not a Python file (a submission is a file ending in .py, or a folder holding {SOLUTION})."
     return Entry(path.name.split(".")[0] or path.name, path, why)

@@ -19,10 +19,10 @@ from typing import Any, TextIO
 from grader.batch.exits import EXIT_USAGE, UsageError
 from grader.batch.gradebook import CSV_COLUMNS, Counting
 from grader.batch.store import kept
-from grader.batch.summary import conclude
+from grader.batch.summary import Gradebook, conclude
 from grader.formats.points import DEFAULT_POINTS, points_value
 from grader.results import Verdict
-from grader.spec import SetupError, Spec, UnknownProblem, add_problem_arguments, problem_spec, spec_of_arguments
+from grader.spec import DEFAULT_PROBLEM, SetupError, Spec, UnknownProblem, add_problem_arguments, problem_spec, spec_of_arguments
 
 # What must agree across the shards of one batch, with what to say when it does not.
 SAME = {"problem": "problems", "seed_id": "seeds", "grader_version": "grader versions", "spec_sha256": "problem packages"}
@@ -123,7 +123,7 @@ def merge(shards: list[Path], out: Path, csv_path: Path | None, log: TextIO, spe
     if first is not None and first[0]["spec_sha256"] != spec_sha256:
         raise UsageError(
             f"the shards were graded with another problem package than {spec.id} as installed here ({first[1]} has problem "
-            f"{first[0].get('problem') or 'mlm-forward-tied'}, spec_sha256 {first[0]['spec_sha256']}); pass the problem they were graded for "
+            f"{first[0].get('problem') or DEFAULT_PROBLEM}, spec_sha256 {first[0]['spec_sha256']}); pass the problem they were graded for "
             "as --problem, with the package they were graded with, so that the points are counted by its [scoring]"
         )
     ordered = sorted(merged)
@@ -135,7 +135,8 @@ def merge(shards: list[Path], out: Path, csv_path: Path | None, log: TextIO, spe
         temporary.unlink(missing_ok=True)
     done = {i: kept(merged[i][1]) for i in ordered}
     where = f"merged {len(shards)} shard files: {len(done)} submissions in {out}"
-    return conclude(done, where, csv_path, log, counting, retry="rerun the batch of their shard to retry them, then merge again")
+    gradebook = Gradebook(csv_path) if csv_path else None
+    return conclude(done, where, gradebook, log, counting, retry="rerun the batch of their shard to retry them, then merge again")
 
 
 def main(argv: list[str]) -> int:

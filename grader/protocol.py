@@ -70,16 +70,21 @@ FINISH = Expectation(kinds=("finished",))  # after the last case: the guard's la
 
 
 def expect_result(case: Case, spec: Spec) -> Expectation:
-    """A case's result may carry each output (output, or output_<i> for a tuple) with its shape and
-    dtype, each tensor input as it was after the call (its own dtype and shape), and each gradient
-    (the input's shape, the case's dtype)."""
-    header, inputs = case.request()
-    outputs = [TensorSpec(declared.dtype_for(case.dtype), shape) for declared, shape in zip(spec.outputs, case.output_shapes, strict=True)]
+    """A case's result may carry each returned output (output, or output_<i> for a tuple) with its
+    shape and dtype, each tensor argument as it was after the call (its own dtype and shape; after
+    each step of a class's case, the constructor's and that step's), and each gradient (the input's
+    shape, the case's dtype)."""
+    outputs = [TensorSpec(declared.dtype_for(case.dtype), shape) for declared, shape in zip(spec.returned, case.output_shapes, strict=True)]
     tensors = {"output": outputs[0]} if spec.returns == "tensor" else {f"output_{i}": out for i, out in enumerate(outputs)}
-    for name, kind in header["call"]:
-        if kind == "tensor":
-            tensors[f"after_{name}"] = TensorSpec(_dtype_name(inputs[name]), tuple(inputs[name].shape))
-    for name in header["differentiable"]:
+    if case.method:
+        for step in range(1, len(case.steps) + 1):
+            for name, tensor in (case.inputs | case.step_inputs(step)).items():
+                tensors[wire.after_name(name, step)] = TensorSpec(_dtype_name(tensor), tuple(tensor.shape))
+    else:
+        for name, tensor in case.inputs.items():
+            tensors[wire.after_name(name)] = TensorSpec(_dtype_name(tensor), tuple(tensor.shape))
+    inputs = case.inputs
+    for name in case.differentiable:
         tensors[f"grad_{name}"] = TensorSpec(case.dtype, tuple(inputs[name].shape))
     return Expectation(kinds=("result",), case=case.name, dtype=case.dtype, tensors=tensors)
 

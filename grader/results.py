@@ -86,6 +86,7 @@ class CaseResult:
     # The greatest error of any output or gradient checked, over what its tolerance allows (1 = at the
     # limit); kept only where max_rel is (python -m grader verify prints it as each example's margin).
     ratio: float | None = None
+    tolerance: float | None = None  # the tolerance max_rel is held to (the failing output's or gradient's); kept where max_rel is
 
     @property
     def passed(self) -> bool:
@@ -144,6 +145,9 @@ class Report:
     diagnosis_keys: list[str] = field(default_factory=list)  # what the diagnosis found, by name (grader/diagnosis.py Finding.keys)
     problem: str = ""  # the challenge's id (problem/<id>/)
     problem_digest: str = ""  # a hash of its whole package (grader/spec.py package_digest)
+    # How the submission was read, for the candidate: a notebook's code cells and what of them was not
+    # run (grader/notebook.py), the file chosen among several a student handed in (grader/batch/lms.py).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def score(self) -> float:

@@ -75,6 +75,7 @@ def take_seed(
     refuse_default: str | None = None,
     public_only: bool = False,
     vet_backend: Callable[[str], str | None] | None = None,
+    seed_option: str = "--seed",
 ) -> Seeding:
     """Take the seed, then have the backend chosen, in the order that keeps the secret: it leaves
     the environment and the command line before any process starts (the backend probes included).
@@ -97,7 +98,7 @@ def take_seed(
     warnings = spec.seed_warnings(seed, public_only=public_only)
     if warnings and refuse_default is not None:
         raise SeedRefused(
-            f"{refuse_default}, so it needs a secret seed: set {spec.seed_env_var} (or --seed), "
+            f"{refuse_default}, so it needs a secret seed: set {spec.seed_env_var} (or {seed_option}), "
             "or pass --allow-default-seed to use the fixed local seed, which anyone can reproduce"
         )
     for warning in warnings:

@@ -1,5 +1,6 @@
 """A challenge's contract, read from its package's problem/<id>/problem.toml into typed objects
-(docs/challenges.md, "A challenge package"), with the harness's allow-lists (grader/rules.toml) narrowed by its [rules]."""
+(docs/problem-format.md specifies every key, docs/challenges.md lists the packages; grader/package_format.py
+checks the keys, and merges a package that extends another), with the harness's allow-lists (grader/rules.toml) narrowed by its [rules]."""
 
 import argparse
 import dataclasses
@@ -14,13 +15,24 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from grader.package_format import FormatError, check_format, merge, nearest
 from grader.rules import BASE_RULES_PATH, Rules, narrowed
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = ROOT / "problem"  # problem/<id>/problem.toml, one folder per challenge
-DEFAULT_PROBLEM = "mlm-forward-tied"
+DEFAULT_FILE = PROBLEMS / "DEFAULT"  # the id of the challenge graded when none is named, on one line
+
+
+def _default_problem() -> str:
+    """The challenge graded when none is named: problem/DEFAULT's id, else the first installed one."""
+    try:
+        return DEFAULT_FILE.read_text(encoding="utf-8").strip()
+    except OSError:  # a kit, or a checkout without the file
+        return next((path.parent.name for path in sorted(PROBLEMS.glob("*/problem.toml"))), "")
+
+
+DEFAULT_PROBLEM = _default_problem()
 SPEC_PATH = PROBLEMS / DEFAULT_PROBLEM / "problem.toml"
-PROBE_FAMILY = "probes"  # the hidden cases the diagnosis reads (grader/diagnosis.py)
 
 class SetupError(ValueError):
     """The grader's own set-up cannot be used (its spec file): no submission can be graded and none is
@@ -30,6 +42,11 @@ class SetupError(ValueError):
 class MissingReference(ImportError):
     """The hidden reference does not import: the grader's set-up is incomplete. An ImportError, as a
     candidate's kit (which has no reference/) expects."""
+
+
+class BrokenReference(SetupError):
+    """A module of the hidden reference raised an exception other than ImportError at import: the
+    grader's set-up is broken (the reference is there, unlike MissingReference's)."""
 
 
 def setup_fault(error: BaseException) -> bool:
@@ -52,6 +69,8 @@ def hidden_module(name: str) -> Any:
         raise MissingReference(
             f"the hidden reference module {name} cannot be imported from {ROOT / 'reference'} ({type(error).__name__}: {error})", name=name
         ) from error
+    except Exception as error:  # noqa: BLE001 - whatever the module raises, the set-up is broken
+        raise BrokenReference(f"the hidden reference module {name} raised {type(error).__name__} when imported: {error}") from error
 
 
 def seed_public_id(seed: str) -> str:
@@ -81,6 +100,7 @@ class Family:
     settings: dict[str, Any]  # defaults overlaid with the family's own values
     tolerance: dict[str, float]  # dtype -> override of the spec's tolerance on outputs
     gradient_tolerance: dict[str, float]  # dtype -> override on gradients
+    hint_checks: frozenset[str] = frozenset()  # the checks whose failure its hint is about (empty: any about the numbers)
 
 
 @dataclass(frozen=True)
@@ -92,19 +112,28 @@ class CaseTemplate:
     settings: dict[str, Any]
 
 
-PARAMETER_TYPES = ("tensor", "int", "float", "bool")
+PARAMETER_TYPES = ("tensor", "tensors", "int", "float", "floats", "bool")
+TENSOR_TYPES = ("tensor", "tensors")  # a tensor, or a list of tensors (each sent and judged on its own)
 FLOAT = "float"  # a dtype written "float" is the case's own: float32 or float64
-RETURNS = ("tensor", "tuple")
+RETURNS = ("tensor", "tuple", "none")
+KINDS = ("function", "class")
+JUDGES = ("reference", "properties")
 
 
 @dataclass(frozen=True)
 class Parameter:
-    """One positional parameter of the entry point: a tensor (of the case's float dtype, or a fixed
-    one) or a Python scalar."""
+    """One parameter of the entry point (or, for a class, of its constructor or its method): a
+    tensor (of the case's float dtype, or a fixed one), a list of such tensors, or a Python value
+    (int, float, bool, or a tuple of floats)."""
 
     name: str
     type: str  # one of PARAMETER_TYPES
     dtype: str = ""  # tensors: FLOAT or a torch dtype name (int64, bool, ...)
+    keyword: bool = False  # passed by name (name=value) rather than by position
+
+    @property
+    def tensor(self) -> bool:
+        return self.type in TENSOR_TYPES
 
 
 @dataclass(frozen=True)
@@ -117,6 +146,7 @@ class Output:
     what: str  # how a message names it: "the logits"
     scale_floor: float = 0.0  # the tolerance's scale is max(max|expected|, scale_floor)
     tolerance: dict[str, float] = field(default_factory=dict)  # dtype -> override of the spec's tolerance
+    updates: str = ""  # a parameter the call updates in place by contract: this output is its state after the call, not a returned value
 
     def dtype_for(self, case_dtype: str) -> str:
         return case_dtype if self.dtype == FLOAT else self.dtype
@@ -143,12 +173,61 @@ class Scoring:
 
 
 @dataclass(frozen=True)
+class Part:
+    """A part of the computation the probe cases can tell wrong ([diagnosis.parts.<name>])."""
+
+    name: str
+    conclusion: str  # the diagnosis when the probes show this part alone wrong
+    fix: str = ""  # where it is and what it must be, when the probes show several parts wrong
+    premise: str = ""  # a [diagnosis.premises] entry the conclusion begins with
+    told_as: str = ""  # another part's conclusion is told instead (a part the probes tell apart, the candidate need not)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A probe case and the parts its values depend on ([[diagnosis.probe]])."""
+
+    case: str
+    parts: frozenset[str]
+    gradient: str = ""  # the part named when this probe's values are right and its gradient is not
+
+
+@dataclass(frozen=True)
+class Premise:
+    """What a conclusion may say is right, when the probes named give right values."""
+
+    probes: tuple[str, ...]
+    holds: str  # said when every probe named gives right values
+    otherwise: str  # said when some did not run or raised
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The package's probe cases and what they prove ([diagnosis] with probes = true): grader/diagnosis.py
+    reads which probes give right and wrong values and names the parts that explain them."""
+
+    parts: dict[str, Part]  # in the order the conclusions are told
+    probes: dict[str, Probe]  # by case name
+    premises: dict[str, Premise]
+    nonfinite_probes: frozenset[str] = frozenset()  # probes whose NaN or inf values may come from any of nonfinite_parts
+    nonfinite_parts: frozenset[str] = frozenset()
+    nonfinite_fallback: str = ""  # told when NaN or inf cannot be localised, once nonfinite_proven are proven right
+    nonfinite_proven: frozenset[str] = frozenset()
+    shapes: tuple[tuple[str, int, str], ...] = ()  # (output, axis, part): a wrong size on that axis points at the part
+
+    @property
+    def gradient_parts(self) -> frozenset[str]:
+        """The parts that say where a gradient is cut."""
+        return frozenset(probe.gradient for probe in self.probes.values() if probe.gradient)
+
+
+@dataclass(frozen=True)
 class Spec:
     entry_point: str
     parameters: tuple[Parameter, ...]
     limits: Limits
-    tolerance: dict[str, float]  # dtype name -> tolerance on outputs
-    gradient_tolerance: dict[str, float]  # dtype name -> tolerance on gradients
+    tolerances: dict[str, float]  # [tolerance]: dtype name -> tolerance on outputs (Spec.tolerance() applies the overrides)
+    gradient_tolerances: dict[str, float]  # [tolerance.gradient]: dtype name -> tolerance on gradients
     public_seed: str
     default_hidden_seed: str
     seed_env_var: str
@@ -165,8 +244,13 @@ class Spec:
     gradient_wrt: tuple[str, ...] = ()  # tensor parameters whose gradient is checked
     constants: dict[str, Any] = field(default_factory=dict)  # [problem.constants]
     hints: dict[str, str] = field(default_factory=dict)  # [hints]: check kind -> what it usually means
-    diagnosis: bool = False  # [diagnosis] probes: the package's probe cases localise a wrong answer (grader/diagnosis.py)
-    digest: str = ""  # sha256 of the package's files (problem/<id>/ and reference/<module>/): reports, resume and merge carry it
+    diagnosis: Diagnosis | None = None  # [diagnosis] probes = true: the package's probe cases localise a wrong answer (grader/diagnosis.py)
+    digest: str = ""  # sha256 of everything of the package the grader reads (package_digest): reports, resume and merge carry it
+    kind: str = "function"  # "class": the entry point is a class, constructed once per case, then `method` called once per step
+    method: str = ""  # a class's method each step calls
+    step_parameters: tuple[Parameter, ...] = ()  # the method's parameters (a class's); a step's arguments are drawn per step
+    judge: str = "reference"  # "properties": the outputs are judged by the package's properties.py, not by equality with the reference
+    extends: str = ""  # the package this one extends (its problem.toml is read first)
 
     @property
     def parameter_names(self) -> tuple[str, ...]:
@@ -175,6 +259,16 @@ class Spec:
     @property
     def tensor_parameters(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.parameters if p.type == "tensor")
+
+    @property
+    def updated(self) -> dict[str, Output]:
+        """The parameters updated in place by contract, by name, and the output that judges each."""
+        return {output.updates: output for output in self.outputs if output.updates}
+
+    @property
+    def returned(self) -> tuple[Output, ...]:
+        """The outputs the call returns (in return order), the updated parameters aside."""
+        return tuple(output for output in self.outputs if not output.updates)
 
     hidden: str = ""  # [problem] module: the Python package of its hidden side, when not reference/<id, "-" written "_">
     path: Path | None = None  # the problem.toml it was read from
@@ -203,18 +297,15 @@ class Spec:
             f"set a secret seed in {self.seed_env_var} before grading for real"
         ]
 
-    def output_tolerance(self, output: Output, family: str, dtype: str) -> float:
-        """The tolerance on one output: the family's override, else the output's own, else the spec's."""
-        overrides = self.families[family].tolerance
-        return overrides.get(dtype, output.tolerance.get(dtype, self.tolerance[dtype]))
-
-    def tolerances(self, family: str, dtype: str) -> tuple[float, float]:
-        """(tolerance on outputs, tolerance on gradients) for a case of this family and dtype."""
+    def tolerance(self, family: str, dtype: str, output: Output | None = None, gradient: bool = False) -> float:
+        """The tolerance of one comparison, the only lookup there is. A gradient's: the family's
+        gradient_tolerance, else [tolerance.gradient]. An output's values (output None: the first
+        output): the family's tolerance, else the output's own, else [tolerance]."""
         overrides = self.families[family]
-        return (
-            overrides.tolerance.get(dtype, self.tolerance[dtype]),
-            overrides.gradient_tolerance.get(dtype, self.gradient_tolerance[dtype]),
-        )
+        if gradient:
+            return overrides.gradient_tolerance.get(dtype, self.gradient_tolerances[dtype])
+        declared = output or self.outputs[0]
+        return overrides.tolerance.get(dtype, declared.tolerance.get(dtype, self.tolerances[dtype]))
 
 
 def _templates(families: dict[str, Family], explicit: list[dict]) -> tuple[CaseTemplate, ...]:
@@ -251,11 +342,12 @@ def _scoring(table: dict[str, Any], families: dict[str, Family]) -> Scoring:
 
 
 def parse_spec(data: dict[str, Any], digest: str = "") -> Spec:
-    """The spec of a problem.toml's data, its [rules] narrowing the harness's allow-lists."""
-    defaults = data["defaults"]
+    """The spec of a problem.toml's data (with `extends` resolved: read_package), its [rules] narrowing
+    the harness's allow-lists (grader/rules.toml)."""
+    defaults = {"count": 1, "visibility": "hidden", "dtype": "float32", "hint": ""} | data["defaults"]
     families = {}
     for raw in data["families"]:
-        own = ("name", "description", "hint", "count", "tolerance", "gradient_tolerance")
+        own = ("name", "description", "hint", "count", "tolerance", "gradient_tolerance", "hint_checks")
         settings = defaults | {k: v for k, v in raw.items() if k not in own}
         families[raw["name"]] = Family(
             name=raw["name"],
@@ -265,21 +357,45 @@ def parse_spec(data: dict[str, Any], digest: str = "") -> Spec:
             settings=settings,
             tolerance=raw.get("tolerance", {}),
             gradient_tolerance=raw.get("gradient_tolerance", {}),
+            hint_checks=frozenset(raw.get("hint_checks", ())),
         )
     problem = data["problem"]
-    parameters = _parameters(data.get("parameters", []))
-    outputs = _outputs(data.get("outputs", []))
-    returns = problem.get("returns", "tensor")
-    if returns not in RETURNS or (returns == "tensor" and len(outputs) != 1):
-        raise ValueError(f'[problem] returns must be "tensor" (with one [[outputs]] table) or "tuple", not {returns!r} with {len(outputs)} outputs')
+    kind = problem.get("kind", "function")
+    if kind not in KINDS:
+        raise ValueError(f"[problem] kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    parameters = _parameters(data.get("parameters", []), "parameters")
+    step_parameters = _parameters(data.get("step_parameters", []), "step_parameters", allow_none=True)
+    method = problem.get("method", "")
+    if (kind == "class") != bool(method):
+        raise ValueError('[problem] method names the method a class\'s steps call: give it with kind = "class", and only then')
+    if any(p.keyword for p in step_parameters):
+        raise ValueError("[[step_parameters]] are passed by position: keyword = true is for the constructor's or the function's [[parameters]]")
+    if step_parameters and kind != "class":
+        raise ValueError('[[step_parameters]] are a class\'s method\'s: they need kind = "class"')
+    outputs = _outputs(data.get("outputs", []), parameters)
+    returns = problem.get("returns", "none" if kind == "class" else "tensor")
+    returned = [output for output in outputs if not output.updates]
+    if returns not in RETURNS or (returns == "tensor" and len(returned) != 1) or (returns == "none" and returned):
+        raise ValueError(
+            f'[problem] returns must be "tensor" (with one returned [[outputs]] table), "tuple" or "none" (every output updates a parameter), '
+            f"not {returns!r} with {len(returned)} returned outputs"
+        )
+    if kind == "class" and returns != "none":
+        raise ValueError('[problem] returns of a class is "none": its outputs are the parameters its steps update (updates = "...")')
     gradient_wrt = tuple(problem.get("gradient_wrt", ()))
     tensors = [p.name for p in parameters if p.type == "tensor"]
     if unknown := [name for name in gradient_wrt if name not in tensors]:
         raise ValueError(f"[problem] gradient_wrt names {unknown[0]!r}, which is not a tensor parameter ({', '.join(tensors)})")
+    if gradient_wrt and (kind == "class" or not returned):
+        raise ValueError("[problem] gradient_wrt: gradients are checked through returned outputs, which a class's steps do not have")
+    judge = problem.get("judge", "reference")
+    if judge not in JUDGES:
+        raise ValueError(f"[problem] judge must be one of {', '.join(JUDGES)}, not {judge!r}")
+    if judge == "properties" and (gradient_wrt or kind == "class"):
+        raise ValueError('[problem] judge = "properties" judges a function\'s returned outputs, without a gradient check')
     diagnosis = data.get("diagnosis", {})
-    if "policy" in data:
-        raise ValueError("[policy] is no longer read: a package narrows the allow-lists with [[rules.forbid]] tables (docs/challenges.md)")
     rules = narrowed(data.get("rules", {}), gradient=bool(gradient_wrt))
+    templates = _templates(families, data.get("cases", []))
     return Spec(
         id=problem["id"],
         title=problem.get("title", problem["id"]),
@@ -291,38 +407,88 @@ def parse_spec(data: dict[str, Any], digest: str = "") -> Spec:
         constants=dict(problem.get("constants", {})),
         hints=dict(data.get("hints", {})),
         limits=Limits(**data["limits"]),
-        tolerance={k: v for k, v in data["tolerance"].items() if not isinstance(v, dict)},
-        gradient_tolerance=dict(data["tolerance"].get("gradient", {})),
+        tolerances={k: v for k, v in data["tolerance"].items() if not isinstance(v, dict)},
+        gradient_tolerances=dict(data["tolerance"].get("gradient", {})),
         public_seed=data["seeds"]["public"],
         default_hidden_seed=data["seeds"]["default_hidden"],
         seed_env_var=data["seeds"]["env_var"],
         families=families,
-        templates=_templates(families, data.get("cases", [])),
+        templates=templates,
         rules=rules,
         scoring=_scoring(data.get("scoring", {}), families),
         hidden_case_details=_flag(data.get("report", {}), "hidden_case_details"),
         known_mistakes=_flag(diagnosis, "known_mistakes", default=True),
-        diagnosis=_flag(diagnosis, "probes"),
+        diagnosis=_diagnosis(diagnosis, templates, outputs) if _flag(diagnosis, "probes") else None,
         digest=digest,
         hidden=problem.get("module", ""),
+        kind=kind,
+        method=method,
+        step_parameters=step_parameters,
+        judge=judge,
+        extends=data.get("extends", ""),
     )
 
 
-def _parameters(tables: list[dict[str, Any]]) -> tuple[Parameter, ...]:
+def _diagnosis(table: dict[str, Any], templates: tuple[CaseTemplate, ...], outputs: tuple[Output, ...]) -> Diagnosis:
+    """The probes and parts of [diagnosis], each name it uses checked against what the package has."""
+    cases = {t.name for t in templates}
+    parts = {
+        name: Part(name, part["conclusion"], part.get("fix", ""), part.get("premise", ""), part.get("told_as", ""))
+        for name, part in table.get("parts", {}).items()
+    }
+    premises = {name: Premise(tuple(p["probes"]), p["holds"], p["otherwise"]) for name, p in table.get("premises", {}).items()}
+    probes = {p["case"]: Probe(p["case"], frozenset(p["parts"]), p.get("gradient", "")) for p in table.get("probe", [])}
+    nonfinite = table.get("nonfinite", {})
+    found = Diagnosis(
+        parts,
+        probes,
+        premises,
+        frozenset(nonfinite.get("probes", ())),
+        frozenset(nonfinite.get("parts", ())),
+        nonfinite.get("fallback", ""),
+        frozenset(nonfinite.get("proven", ())),
+        tuple((shape["output"], shape["axis"], shape["part"]) for shape in table.get("shapes", [])),
+    )
+    named_parts = [part for probe in probes.values() for part in (*probe.parts, probe.gradient)]
+    named_parts += [*found.nonfinite_parts, found.nonfinite_fallback, *found.nonfinite_proven, *(part for _, _, part in found.shapes)]
+    named_parts += [part.told_as for part in parts.values()]
+    for name in filter(None, named_parts):
+        if name not in parts:
+            raise ValueError(f"[diagnosis] names the part {name!r}, which [diagnosis.parts] does not declare{nearest(name, parts)}")
+    for name in [*probes, *found.nonfinite_probes, *(probe for premise in premises.values() for probe in premise.probes)]:
+        if name not in cases:
+            raise ValueError(f"[diagnosis] names the probe {name!r}, which is no case of the package{nearest(name, cases)}")
+    for part in parts.values():
+        if part.premise and part.premise not in premises:
+            raise ValueError(f"[diagnosis.parts.{part.name}] premise {part.premise!r} is not in [diagnosis.premises]{nearest(part.premise, premises)}")
+    names = [o.name for o in outputs]
+    for output, _, _ in found.shapes:
+        if output not in names:
+            raise ValueError(f"[[diagnosis.shapes]] output {output!r} is not an output{nearest(output, names)}")
+    if not probes:
+        raise ValueError("[diagnosis] probes = true needs [[diagnosis.probe]] tables: each probe case and the parts it depends on")
+    return found
+
+
+def _parameters(tables: list[dict[str, Any]], table: str, allow_none: bool = False) -> tuple[Parameter, ...]:
     parameters = []
-    for table in tables:
-        parameter = Parameter(table["name"], table["type"], table.get("dtype", ""))
+    for raw in tables:
+        parameter = Parameter(raw["name"], raw["type"], raw.get("dtype", ""), raw.get("keyword", False))
         if parameter.type not in PARAMETER_TYPES:
-            raise ValueError(f"parameter {parameter.name}: type must be one of {', '.join(PARAMETER_TYPES)}, not {parameter.type!r}")
-        if (parameter.type == "tensor") != bool(parameter.dtype):
-            raise ValueError(f'parameter {parameter.name}: a tensor has a dtype ("float" or a torch dtype name), a scalar none')
+            near = nearest(parameter.type, PARAMETER_TYPES)
+            raise ValueError(f"[[{table}]] {parameter.name}: type must be one of {', '.join(PARAMETER_TYPES)}, not {parameter.type!r}{near}")
+        if parameter.tensor != bool(parameter.dtype):
+            raise ValueError(f'[[{table}]] {parameter.name}: a tensor has a dtype ("float" or a torch dtype name), a scalar none')
         parameters.append(parameter)
-    if not parameters:
-        raise ValueError("the problem declares no [[parameters]]")
+    if not parameters and not allow_none:
+        raise ValueError(f"the problem declares no [[{table}]]")
+    names = [p.name for p in parameters]
+    if len(names) != len(set(names)):
+        raise ValueError(f"[[{table}]]: parameter names must be unique")
     return tuple(parameters)
 
 
-def _outputs(tables: list[dict[str, Any]]) -> tuple[Output, ...]:
+def _outputs(tables: list[dict[str, Any]], parameters: tuple[Parameter, ...]) -> tuple[Output, ...]:
     outputs = tuple(
         Output(
             name=table["name"],
@@ -331,11 +497,18 @@ def _outputs(tables: list[dict[str, Any]]) -> tuple[Output, ...]:
             what=table.get("what", table["name"]),
             scale_floor=float(table.get("scale_floor", 0.0)),
             tolerance=dict(table.get("tolerance", {})),
+            updates=table.get("updates", ""),
         )
         for table in tables
     )
     if not outputs:
         raise ValueError("the problem declares no [[outputs]]")
+    tensors = {p.name: p for p in parameters if p.tensor}
+    for output in outputs:
+        if output.updates and output.updates not in tensors:
+            raise ValueError(f"[[outputs]] {output.name}: updates names {output.updates!r}, which is no tensor parameter{nearest(output.updates, tensors)}")
+        if output.updates and tensors[output.updates].dtype != output.dtype:
+            raise ValueError(f"[[outputs]] {output.name}: its dtype must be that of the parameter it updates ({tensors[output.updates].dtype})")
     return outputs
 
 
@@ -349,37 +522,100 @@ def _flag(table: dict[str, Any], key: str, default: bool = False) -> bool:
 @cache
 def load_spec(path: Path = SPEC_PATH) -> Spec:
     """The spec at path (a package's problem.toml); SetupError, saying which file and why, when it
-    cannot be read or used."""
+    cannot be read or used: one line naming the key, and for an unknown key the nearest valid one."""
     try:
-        with open(path, "rb") as f:
-            return dataclasses.replace(parse_spec(tomllib.load(f), digest=package_digest(path)), path=path)
+        data, files = read_package(path)
+        spec = dataclasses.replace(parse_spec(data), path=path)
+        return dataclasses.replace(spec, digest=package_digest(spec, files))
+    except SetupError:
+        raise
     except Exception as error:  # noqa: BLE001 - a missing file, bad TOML, a missing key, a wrong type: all the set-up's
         why = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        raise SetupError(f"the spec file {path} cannot be used ({type(error).__name__}: {why})") from error
+        kind = "" if isinstance(error, FormatError) else f"{type(error).__name__}: "
+        raise SetupError(f"the spec file {path} cannot be used ({kind}{why})") from error
 
 
-def package_digest(spec_path: Path) -> str:
-    """sha256 over what decides a challenge's verdicts: the harness's allow-lists and, for an
-    installed package (problem/<id>/problem.toml), every file of problem/<id>/ and of its hidden side
-    reference/<module>/ where the checkout has it (the kit has none), its example submissions aside; for a spec file elsewhere (a
-    test's), that file. Reports, results lines, resume and merge carry it, so that a batch never
-    resumes across a changed package."""
+def read_package(path: Path, seen: tuple[str, ...] = ()) -> tuple[dict[str, Any], list[Path]]:
+    """A problem.toml's data with `extends` resolved (grader/package_format.py merge), checked against
+    the format, and the problem.toml files read: this one, then each it extends. An error names
+    the file it is in."""
+    with open(path, "rb") as f:
+        own = tomllib.load(f)
+    parent = own.get("extends")
+    try:
+        check_format(own, partial=parent is not None)
+    except FormatError as error:
+        raise SetupError(f"the spec file {path} cannot be used ({error})") from None
+    if parent is None:
+        return own, [path]
+    if not isinstance(parent, str) or parent not in problem_ids():
+        known = problem_ids()
+        raise SetupError(f"the spec file {path} cannot be used (extends {parent!r}, which is no installed problem{nearest(str(parent), known)})")
+    if parent in seen:
+        raise SetupError(f"the spec file {path} cannot be used (extends {parent!r}, which extends it back)")
+    base, files = read_package(PROBLEMS / parent / "problem.toml", (*seen, parent))
+    data = merge(base, own)
+    data["extends"] = parent
+    try:
+        check_format(data)
+    except FormatError as error:
+        raise SetupError(f"the spec file {path} cannot be used ({error}, once what it extends is merged in)") from None
+    return data, [path, *files]
+
+
+SKIPPED = {"__pycache__", "submissions"}  # in a package's folders: what decides nothing (verify's example submissions)
+
+
+def package_digest(spec: Spec, files: list[Path]) -> str:
+    """sha256 over everything of the package the grader reads, so that reports, results lines,
+    resume and merge never mix verdicts of two versions of it: the harness's allow-lists (grader/rules.toml); the
+    problem.toml files read (the package's and those it extends) and, for an installed package, every
+    file of its folder problem/<id>/ (the statement, the stub, properties.py) and of theirs; the
+    folder of its hidden module (reference/<module>/, or the one [problem] module names) and of
+    every module of reference/ the hidden code imports, where the checkout has them (the kit has
+    none). Example submissions, caches and a candidate's solution.py are left out."""
     digest = hashlib.sha256(BASE_RULES_PATH.read_bytes() if BASE_RULES_PATH.is_file() else b"")
-    folder = spec_path.parent
-    if spec_path.name != "problem.toml" or folder.parent != PROBLEMS:
-        digest.update(spec_path.read_bytes())
-        return digest.hexdigest()
-    hidden = ROOT / "reference" / folder.name.replace("-", "_")
-    for root in (folder, hidden):
+    folders: list[Path] = []
+    for file in files:
+        if file.name == "problem.toml" and file.parent.parent == PROBLEMS:
+            folders.append(file.parent)
+        else:
+            _add(digest, file, file.parent)
+    hidden = [spec.hidden_folder] + [PROBLEMS.parent / "reference" / parent.name.replace("-", "_") for parent in folders[1:]]
+    for folder in hidden:
+        hidden += [found for found in _imported_hidden_folders(folder) if found not in hidden]
+    for root in dict.fromkeys([*folders, *hidden]):
         if not root.is_dir():
             continue
-        # The example submissions (verify's) decide nothing and are left out of the zips and kits built from it.
-        skipped = {"__pycache__", "submissions"}
-        for path in sorted(p for p in root.rglob("*") if p.is_file() and not skipped & set(p.relative_to(root).parts) and p.name != "solution.py"):
-            digest.update(f"{path.relative_to(root.parent).as_posix()}\0".encode())
-            digest.update(path.read_bytes())
-            digest.update(b"\0")
+        for path in sorted(p for p in root.rglob("*") if p.is_file() and not SKIPPED & set(p.relative_to(root).parts) and p.name != "solution.py"):
+            _add(digest, path, root.parent)
     return digest.hexdigest()
+
+
+def _add(digest: Any, path: Path, base: Path) -> None:
+    digest.update(f"{path.relative_to(base).as_posix()}\0".encode())
+    digest.update(path.read_bytes())
+    digest.update(b"\0")
+
+
+def _imported_hidden_folders(folder: Path) -> list[Path]:
+    """The folders of the reference/<other>/ packages that the Python files of `folder` import."""
+    import ast
+
+    found = []
+    for path in sorted(folder.glob("*.py")) if folder.is_dir() else []:
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        for node in ast.walk(tree):
+            names = [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else []
+            names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "reference" and len(parts) > 1 and (ROOT / "reference" / parts[1]).is_dir():
+                    found.append(ROOT / "reference" / parts[1])
+    return found
 
 
 def problem_ids(folder: Path = PROBLEMS) -> list[str]:

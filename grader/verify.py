@@ -1,15 +1,21 @@
 """`python -m grader verify ID`: a problem author's gate, one line per finding with what to fix.
 
-It checks that the package is well formed (its data parses, the stub's signature is the declared
-one, the statement's table of limits and tolerances holds the data's numbers), that the reference
-agrees with the package's independent oracle in float64, that every example submission
-(reference/<module>/submissions/<verdict>/) gets its folder's verdict through the real grader on
-several seeds (correct ones within a tenth of the tolerance, wrong ones at least ten times past it),
-that the hidden cases reject every mutant of the reference whose float64 results differ from the
-reference's (mutation adequacy), and that the kit builds without leaking anything hidden.
+It is made of named parts (PARTS), run in order, each selectable with --part and left out with
+--skip: form (the package's data parses, the stub's signature is the declared one, the statement's
+table of limits and tolerances holds the data's numbers); oracle (the reference agrees with the
+package's independent oracle in float64, and how many float32 cases were drawn again: fairness);
+examples (every example submission, reference/<module>/submissions/<verdict>/, gets its folder's
+verdict through the real grader on several seeds, correct ones within a tenth of the tolerance,
+wrong ones at least ten times past it, each with its margin); diagnosis (the wrong examples that
+declare one are told it); operators (every ATen operator the accepted examples run
+is on the rules' lists); mutants (the hidden cases reject every mutant of the reference whose
+float64 results differ from the reference's: mutation adequacy); degenerate (no hidden case passes
+zeros, a constant, the mean of its expected output or an input of its shape); kit (the kit builds
+without leaking anything hidden).
 
-The reference, the oracle, the generator and the mutants are the author's code and run here, in the
-grader's own process, by design; the example submissions run as any submission does, in the sandbox.
+The reference, the oracle, the generator, the property check and the mutants are the author's code
+and run here, in the grader's own process, by design; the example submissions run as any
+submission does, in the sandbox.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -95,6 +102,8 @@ def check_stub(spec: Spec, stub: Path, findings: Findings) -> None:
     if not stub.is_file():
         return
     tree = ast.parse(stub.read_text(encoding="utf-8"))
+    if spec.kind == "class":
+        return _check_class_stub(spec, tree, findings)
     found = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == spec.entry_point]
     if not found:
         return findings.fail("form", f"stub.py defines no function {spec.entry_point}, the entry point problem.toml declares")
@@ -102,6 +111,22 @@ def check_stub(spec: Spec, stub: Path, findings: Findings) -> None:
     if names != list(spec.parameter_names):
         return findings.fail("form", f"stub.py's {spec.entry_point}({', '.join(names)}) is not the declared signature ({', '.join(spec.parameter_names)})")
     findings.ok("form", f"problem.toml parses; stub.py declares {spec.entry_point}({', '.join(names)})")
+
+
+def _check_class_stub(spec: Spec, tree: ast.Module, findings: Findings) -> None:
+    """A class problem's stub: the class, its constructor's parameters and its method's."""
+    found = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == spec.entry_point]
+    if not found:
+        return findings.fail("form", f"stub.py defines no class {spec.entry_point}, the entry point problem.toml declares (kind = \"class\")")
+    methods = {node.name: node for node in found[0].body if isinstance(node, ast.FunctionDef)}
+    for method, wanted in (("__init__", spec.parameter_names), (spec.method, tuple(p.name for p in spec.step_parameters))):
+        if method not in methods:
+            return findings.fail("form", f"stub.py's class {spec.entry_point} has no method {method}")
+        names = [a.arg for a in methods[method].args.posonlyargs + methods[method].args.args][1:]
+        if names != list(wanted):
+            return findings.fail("form", f"stub.py's {spec.entry_point}.{method}(self, {', '.join(names)}) is not the declared (self, {', '.join(wanted)})")
+    signature = f"{spec.entry_point}({', '.join(spec.parameter_names)}).{spec.method}({', '.join(p.name for p in spec.step_parameters)})"
+    findings.ok("form", f"problem.toml parses; stub.py declares class {signature}")
 
 
 # A row of the statement's table of limits and tolerances: | what | value | `spec.key` |
@@ -157,9 +182,10 @@ def check_rules_block(spec: Spec, statement: str, findings: Findings) -> None:
 
 
 def _data(spec: Spec) -> dict[str, Any]:
-    import tomllib
+    """The package's data as the grader reads it, with what it extends merged in."""
+    from grader.spec import read_package
 
-    return tomllib.loads((spec.folder / "problem.toml").read_text(encoding="utf-8"))
+    return read_package(spec.path or spec.folder / "problem.toml")[0]
 
 
 # -- 2. the reference against the oracle --------------------------------------------------------
@@ -169,7 +195,7 @@ def check_oracle(spec: Spec, seeds: tuple[str, ...], findings: Findings) -> None
     import torch
 
     from grader.cases import make_cases
-    from grader.expected import as_outputs, float64_args, reference_function
+    from grader.expected import check_properties, float64_args, reference_function, run_entry_point
 
     try:
         oracle = hidden_module(f"{spec.module}.oracle").oracle
@@ -178,31 +204,42 @@ def check_oracle(spec: Spec, seeds: tuple[str, ...], findings: Findings) -> None
     reference = reference_function(spec)
     worst: dict[str, float] = {}
     float32_cases, redrawn = 0, []
+    tolerance = spec.tolerances["float64"]
     for seed in seeds:
         for case in make_cases(spec, seed):
             float32_cases += case.dtype != "float64"
             if case.unfair_draws:
                 redrawn.append(f"{case.name} on {seed} ({case.unfair_draws} unfair draw{'s' * (case.unfair_draws != 1)})")
-            args = float64_args(case)
-            with torch.no_grad():
-                ours = as_outputs(reference(*args.values()), spec)
-                theirs = as_outputs(oracle(*float64_args(case).values()), spec)
-            for declared, a, b in zip(spec.outputs, ours, theirs, strict=True):
-                b = torch.as_tensor(b, dtype=torch.float64)
+            results = []
+            for entry_point in (reference, oracle):
+                with torch.no_grad():
+                    outputs, updated = run_entry_point(entry_point, case, spec, float64_args(case.args), [float64_args(s) for s in case.steps])
+                results.append(([torch.as_tensor(o, dtype=torch.float64) for o in outputs], updated))
+            if spec.judge == "properties":  # many right answers: each must hold the properties at a hundredth of the float64 tolerance
+                error = max(p.ratio * tolerance for outputs, _ in results for p in check_properties(case, tuple(outputs), spec, tolerance))
+                worst[case.family] = max(worst.get(case.family, 0.0), error)
+                continue
+            (ours, ours_updated), (theirs, theirs_updated) = results
+            pairs = [(declared.name, declared.scale_floor, a, b) for declared, a, b in zip(spec.returned, ours, theirs, strict=True)]
+            if set(ours_updated) != set(theirs_updated):
+                return findings.fail("oracle", f"case {case.name} ({seed}): the reference and the oracle update other parameters")
+            pairs += [(name, 0.0, ours_updated[name], theirs_updated[name].to(torch.float64)) for name in ours_updated]
+            for name, floor, a, b in pairs:
                 if tuple(a.shape) != tuple(b.shape):
                     shapes = f"{tuple(a.shape)} by the reference, {tuple(b.shape)} by the oracle"
-                    return findings.fail("oracle", f"case {case.name} ({seed}): {declared.name} has shape {shapes}")
-                scale = max(a.abs().max().item() if a.numel() else 0.0, declared.scale_floor)
+                    return findings.fail("oracle", f"case {case.name} ({seed}): {name} has shape {shapes}")
+                scale = max(a.abs().max().item() if a.numel() else 0.0, floor)
                 error = (a - b).abs().max().item() / scale if a.numel() and scale > 0 else 0.0
                 worst[case.family] = max(worst.get(case.family, 0.0), error)
     _fairness(float32_cases, redrawn, seeds, findings)
-    allowed = ORACLE_AGREEMENT * spec.tolerance["float64"]
+    allowed = ORACLE_AGREEMENT * tolerance
     bad = {family: error for family, error in worst.items() if not error <= allowed}
     shown = ", ".join(f"{family} {error:.1e}" for family, error in sorted(worst.items()))
+    measure = "worst property error by family, as a fraction of its scale" if spec.judge == "properties" else "worst relative error by family"
     if bad:
         findings.fail("oracle", f"the reference and the oracle disagree beyond {allowed:.0e} of the scale in float64: {shown}")
     else:
-        findings.ok("oracle", f"the reference agrees with the oracle in float64 on every case of {_seeds(seeds)} (worst relative error by family: {shown})")
+        findings.ok("oracle", f"the reference agrees with the oracle in float64 on every case of {_seeds(seeds)} ({measure}: {shown})")
 
 
 def _fairness(float32_cases: int, redrawn: list[str], seeds: tuple[str, ...], findings: Findings) -> None:
@@ -245,9 +282,10 @@ def check_examples(spec: Spec, seeds: tuple[str, ...], findings: Findings) -> di
     if not strong and any(path.stem.startswith("hostile_") for path in files):
         findings.note("examples", f"the hostile_* examples need a strong sandbox to be graded behind the static check; {backend} is not: left out")
         files = {path: verdict for path, verdict in files.items() if not path.stem.startswith("hostile_")}
-    margins: dict[Path, list[float]] = {path: [] for path in files}
+    margins: dict[Path, list[tuple[float, str]]] = {path: [] for path in files}
     first: dict[Path, Any] = {}
     wrong: dict[Path, list[str]] = {path: [] for path in files}
+    details: dict[Path, list[str]] = {path: [] for path in files}
     for seed in seeds:
         started = time.monotonic()
         for walls, chosen in _gradings(files, known, first_seed=seed == seeds[0]).items():
@@ -255,14 +293,43 @@ def check_examples(spec: Spec, seeds: tuple[str, ...], findings: Findings) -> di
             for (path, expected), report in workers.map(((path, expected), path) for path, expected in chosen):
                 if report.verdict != expected:
                     wrong[path].append(f"{seed}{'' if walls == 'every' else f' ({WALLS[walls]})'}: {report.verdict} ({report.message.splitlines()[0][:160]})")
+                    if not details[path]:
+                        details[path] = _case_details(report, seed)
                 if walls != "every" or not path.stem.startswith("hostile_"):
-                    margins[path].append(_margin(report))
+                    margins[path].append((_margin(report), f"{seed}: {_worst_case(report)}"))
                     first.setdefault(path, report)
         findings.note("examples", f"seed {seed}: {len(files)} files graded in {time.monotonic() - started:.0f} s ({workers.jobs} at a time, {backend})")
     for path, verdict in files.items():
         if verdict in known:
             _example_finding(f"{verdict}/{path.name}", verdict, wrong[path], margins[path], len(seeds), findings)
+            for line in details[path]:
+                findings.note("examples", f"  {line}")
     return first
+
+
+def _case_details(report: Any, seed: str) -> list[str]:
+    """For an example that got another verdict than its folder's: the case that decided it, its
+    check and its numbers (the whole message: verify grades with every case's details)."""
+    from grader.results import deciding_case
+
+    case = deciding_case(report.cases)
+    if case is None:
+        return [f"{seed}: {line}" for line in report.message.splitlines()[:8]]
+    message = (case.staff_message or case.message).splitlines()
+    numbers = f", error {case.max_rel:.3g} of max|expected| against a tolerance of {case.tolerance:g}" if case.max_rel is not None and case.tolerance else ""
+    return [f"{seed}: case {case.name} ({case.family}, {case.dtype}, {case.shape}): {case.status} ({case.check}){numbers}", *message[:8]]
+
+
+def _worst_case(report: Any) -> str:
+    """The case with the largest error relative to its tolerance, and its numbers."""
+    judged = [c for c in report.cases if c.ratio is not None]
+    if not judged:
+        return "no case judged by its numbers"
+    case = max(judged, key=lambda c: c.ratio)
+    # The table's error is the first output's (or the failing check's); shown only when it is the worst one.
+    shown = case.max_rel is not None and case.tolerance and math.isclose(case.max_rel / case.tolerance, case.ratio, rel_tol=1e-6)
+    numbers = f": error {case.max_rel:.3g} of the scale, tolerance {case.tolerance:g}" if shown else ""
+    return f"case {case.name} ({case.family}, {case.dtype}){numbers}, {case.ratio:.2g}x the tolerance"
 
 
 DECLARED = re.compile(r"^# diagnosis: (.+)$", re.MULTILINE)  # what an example's diagnosis must find (its keys)
@@ -328,23 +395,31 @@ def _gradings(files: dict[Path, str], known: set[str], first_seed: bool) -> dict
     return found
 
 
-def _example_finding(name: str, verdict: str, wrong: list[str], margins: list[float], seeds: int, findings: Findings) -> None:
+def _example_finding(name: str, verdict: str, wrong: list[str], margins: list[tuple[float, str]], seeds: int, findings: Findings) -> None:
     if wrong:
         return findings.fail("examples", f"{name} expected {verdict}, got {'; '.join(wrong)}")
-    worst, least = max(margins, default=math.nan), min(margins, default=math.nan)
+    ratios = [ratio for ratio, _ in margins]
+    worst, least = max(ratios, default=math.nan), min(ratios, default=math.nan)
+    worst_case = next((where for ratio, where in margins if ratio == worst), "")
+    least_case = next((where for ratio, where in margins if ratio == least), "")
     if verdict == "accepted" and not worst <= CORRECT_MARGIN:
         return findings.fail(
-            "examples", f"{name}: accepted, but its worst error is {worst:.2g}x the tolerance; a correct file should stay within {CORRECT_MARGIN}x (loosen it?)"
+            "examples",
+            f"{name}: accepted, but its worst error is {worst:.2g}x the tolerance ({worst_case}); a correct file should stay within "
+            f"{CORRECT_MARGIN}x (loosen the tolerance, or condition the family's data?)",
         )
     if verdict == "wrong_answer" and not least >= WRONG_MARGIN:
         return findings.fail(
             "examples",
-            f"{name}: rejected, but only {least:.2g}x past the tolerance; a wrong file should fail by {WRONG_MARGIN}x (tighten it, or add a case?)",
+            f"{name}: rejected, but only {least:.2g}x past the tolerance on the seed where it is closest ({least_case}); "
+            f"a wrong file should fail by {WRONG_MARGIN}x (tighten it, or add a case?)",
         )
     if verdict == "accepted":
-        margin = f" (worst case {worst:.2g}x the tolerance)"
+        margin = f" (margin: worst case {worst:.2g}x the tolerance, {worst_case})"
     elif verdict == "wrong_answer":
-        margin = " (by a shape, type or exception on every seed)" if math.isinf(least) else f" (at least {least:.2g}x the tolerance on every seed)"
+        by_numbers = f" (margin: at least {least:.2g}x the tolerance on every seed)"
+        by_checks = " (margin: by what no tolerance measures, on every seed: an exact output, a shape, a type, an exception or an input changed)"
+        margin = by_checks if math.isinf(least) else by_numbers
     else:
         margin = ""
     findings.ok("examples", f"{name}: {verdict} on {seeds} seed{'s' * (seeds != 1)}{margin}")
@@ -411,7 +486,8 @@ def check_mutants(spec: Spec, seed: str, findings: Findings) -> None:
             every.append(mutant)
             try:
                 function = _mutated_entry_point(mutant, name, own, sources[own], spec)
-                with _time_limit(MUTANT_SECONDS):
+                with _time_limit(MUTANT_SECONDS), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # a mutant's overflows and divisions by zero are its own: the outcome tells them
                     outcomes[mutant.id] = _mutant_outcome(function, cases, expected, spec)
             except Exception:  # noqa: BLE001 - a mutant that does not even load or run is told apart by any case
                 outcomes[mutant.id] = "broken"
@@ -466,19 +542,20 @@ def _mutant_outcome(function: Callable, cases: list, expected: list, spec: Spec)
     hidden case rejects it as the grader would, "survived" when none does."""
     import torch
 
-    from grader.expected import as_outputs, float64_args
+    from grader.expected import float64_args, run_entry_point
     from grader.judge import judge_reply
     from grader.results import CaseResult
 
     same = True
     for case, want in zip(cases, expected, strict=True):
-        args = float64_args(case)
+        args = float64_args(case.args)
         for name in case.differentiable:
             args[name].requires_grad_(True)
-        outputs = as_outputs(function(*args.values()), spec)
-        if not all(isinstance(o, torch.Tensor) and torch.isfinite(o).all() for o in outputs):
+        outputs, updated = run_entry_point(function, case, spec, args, [float64_args(s) for s in case.steps])
+        results = [*outputs, *updated.values()]
+        if not all(isinstance(o, torch.Tensor) and torch.isfinite(o).all() for o in results):
             return "broken"
-        if not _close(outputs, want.outputs):
+        if set(updated) != set(want.updated) or not _close(results, [*want.outputs, *(want.updated[name] for name in updated)]):
             same = False
             break
         if case.differentiable:
@@ -500,7 +577,7 @@ def _mutant_outcome(function: Callable, cases: list, expected: list, spec: Spec)
     return "survived"
 
 
-def _close(got: tuple, want: tuple) -> bool:
+def _close(got: Any, want: Any) -> bool:
     import torch
 
     for a, b in zip(got, want, strict=True):
@@ -525,7 +602,108 @@ def _answer(function: Callable, case: Any, spec: Spec) -> tuple[dict, dict]:
     return reply, protocol.kept(tensors, protocol.expect_result(case, spec))
 
 
-# -- 5. the kit --------------------------------------------------------------------------------
+# -- 5. degenerate answers -------------------------------------------------------------------------
+
+DEGENERATE_SKIPPED = "the right answer itself"  # a degenerate answer equal to the expected one (a zero loss, an unchanged parameter)
+
+
+def degenerate_answers(case: Any, want: Any, spec: Spec) -> list[tuple[str, str, dict[str, Any]]]:
+    """(what is degenerate, how, the tensors the child would send back) for each degenerate answer
+    to a case: each returned output, and each parameter updated in place (at every step of a
+    class's case), in turn replaced by zeros, by ones (a constant), by the mean of its expected
+    values, or by an argument of its shape (for an updated parameter, its own value before the
+    call: an update that does nothing), everything else right; those equal to the expected answer
+    left out. The gradients sent are the expected ones, so that the values alone must tell."""
+    import torch
+
+    from grader.judge import _unchanged
+
+    dtype = getattr(torch, case.dtype)
+    right: dict[str, Any] = {}
+    slots: list[tuple[str, list[str]]] = []  # (how a finding names it, the tensors it covers)
+    for index, (declared, value) in enumerate(zip(spec.returned, want.outputs, strict=True)):
+        name = "output" if spec.returns == "tensor" else f"output_{index}"
+        right[name] = value.to(dtype) if value.is_floating_point() else value
+        slots.append((declared.name, [name]))
+    by_parameter: dict[str, list[str]] = {}
+    for name, value in want.updated.items():
+        right[name] = value.to(value.dtype if not value.is_floating_point() else dtype)
+        by_parameter.setdefault(name.removeprefix("after_").partition("@")[0], []).append(name)
+    slots += list(by_parameter.items())
+    right |= {name: tensor for name, tensor in _unchanged(case, spec)}
+    right |= {f"grad_{name}": grad.to(dtype) for name, grad in want.grads.items()}
+    inputs = case.inputs
+    found = []
+    for what, names in slots:
+        candidates: dict[str, dict[str, Any]] = {"zeros": {}, "ones": {}, "the mean of the expected values": {}}
+        for name in names:
+            expected = right[name]
+            candidates["zeros"][name] = torch.zeros_like(expected)
+            candidates["ones"][name] = torch.ones_like(expected)
+            mean = expected.to(torch.float64).mean() if expected.numel() else torch.tensor(0.0, dtype=torch.float64)
+            candidates["the mean of the expected values"][name] = torch.full_like(expected, mean.item() if expected.is_floating_point() else round(mean.item()))
+            for wire, tensor in inputs.items():
+                if tuple(tensor.shape) == tuple(expected.shape) and tensor.dtype == expected.dtype:
+                    own = wire == name.removeprefix("after_").partition("@")[0]
+                    label = "the parameter's own value before the call (an update that does nothing)" if own else f"the argument {wire}"
+                    candidates.setdefault(label, {})[name] = tensor.clone()
+        for how, replaced in candidates.items():
+            if set(replaced) != set(names) or all(_same_answer(replaced[name], right[name]) for name in names):
+                continue
+            found.append((what, how, right | replaced))
+    return found
+
+
+def _same_answer(got: Any, want: Any) -> bool:
+    import torch
+
+    if got.numel() == 0:
+        return True  # no element to be wrong: any answer is the right one
+    return bool(torch.equal(got, want)) or _close([got], [want])
+
+
+def check_degenerate(spec: Spec, seed: str, findings: Findings) -> None:
+    """Every hidden case must fail each degenerate answer by its values alone: else a submission
+    that computes nothing passes it (zeros pass where the expected values are tiny against the
+    tolerance's scale; an update that does nothing where a step moves a parameter by less than the
+    tolerance)."""
+    from grader import protocol
+    from grader.cases import make_cases
+    from grader.child.runner import describe_output, describe_tuple
+    from grader.expected import expected_for
+    from grader.judge import judge_reply
+    from grader.results import CaseResult
+
+    cases = [case for case in make_cases(spec, seed) if not case.public]
+    detailed = dataclasses.replace(spec, hidden_case_details=True)  # each case's error, for the finding
+    tried = passed = 0
+    for case in cases:
+        want = expected_for(case, spec)
+        for what, how, tensors in degenerate_answers(case, want, spec):
+            tried += 1
+            reply: dict[str, Any] = {"kind": "result", "name": case.name}
+            if spec.returns == "tensor":
+                reply["output"], _ = describe_output(tensors["output"])
+            elif spec.returns == "tuple":
+                count = len(spec.returned)
+                reply["output"], reply["parts"], _ = describe_tuple(tuple(tensors[f"output_{i}"] for i in range(count)), count)
+            result = CaseResult(case.name, case.family, case.dtype, case.public, case.shape_text())
+            judge_reply(case, want, reply, protocol.kept(tensors, protocol.expect_result(case, spec)), detailed, result)
+            if result.passed:
+                passed += 1
+                numbers = ""
+                if result.max_rel is not None and result.tolerance:
+                    numbers = f" (its error is {result.max_rel:.2g} of the scale, the tolerance {result.tolerance:g})"
+                findings.fail(
+                    "degenerate",
+                    f"case {case.name} ({case.family}, {case.dtype}, {case.shape_text()}) passes {how} as {what}{numbers}: "
+                    "raise the data's scale (or the step's effect) in that family, or lower the tolerance or its scale_floor, until it fails",
+                )
+    if not passed:
+        findings.ok("degenerate", f"each of the {len(cases)} hidden cases of {seed} fails every degenerate answer by its values ({tried} answers tried)")
+
+
+# -- 6. the kit --------------------------------------------------------------------------------
 
 
 def check_operators(spec: Spec, seed: str, findings: Findings) -> None:
@@ -588,23 +766,69 @@ def check_kit(spec: Spec, findings: Findings, installed: bool = True) -> None:
         findings.ok("kit", f"the kit builds ({out.stat().st_size // 1024} KiB) and holds no reference, hidden case or hidden seed")
 
 
-# -- the command --------------------------------------------------------------------------------
+# -- the parts and the command --------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Context:
+    """What the parts share: the package, the seeds, the findings, and the examples' reports."""
+
+    spec: Spec
+    seeds: tuple[str, ...]
+    findings: Findings
+    installed: bool
+    reports: dict[Path, Any] | None = None  # each example's report on the first seed, once the examples part ran
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+    name: str
+    what: str
+    run: Callable[[Context], None]
+
+
+def _examples_part(context: Context) -> None:
+    context.reports = check_examples(context.spec, context.seeds, context.findings)
+
+
+def _diagnosis_part(context: Context) -> None:
+    if context.reports is None:
+        return context.findings.note("diagnosis", "needs the examples part's reports: not checked")
+    check_diagnosis(context.spec, context.reports, context.findings)
+
+
+PARTS = (
+    Part("form", "problem.toml follows the format, stub.py declares the entry point, README.md's table states every limit and tolerance",
+         lambda c: check_form(c.spec, c.findings)),
+    Part("oracle", "the reference agrees with oracle.py in float64 on every case; float32 cases drawn again (fairness)",
+         lambda c: check_oracle(c.spec, c.seeds, c.findings)),
+    Part("examples", "each example submission gets its folder's verdict on every seed, with its margin", _examples_part),
+    Part("diagnosis", "each wrong example that declares `# diagnosis: KEY...` is told exactly that", _diagnosis_part),
+    Part("operators", "every ATen operator the accepted examples run is on the rules' lists (the guard would refuse any other)",
+         lambda c: check_operators(c.spec, c.seeds[0], c.findings)),
+    Part("mutants", "the hidden cases reject every mutant of the reference not marked equivalent (mutation score)",
+         lambda c: check_mutants(c.spec, c.seeds[0], c.findings)),
+    Part("degenerate", "every hidden case fails zeros, ones, the mean of its expected values and an argument of its shape",
+         lambda c: check_degenerate(c.spec, c.seeds[0], c.findings)),
+    Part("kit", "the candidate's kit builds and holds nothing hidden", lambda c: check_kit(c.spec, c.findings, installed=c.installed)),
+)  # fmt: skip
+PART_NAMES = tuple(part.name for part in PARTS)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m grader verify",
-        description="Check a challenge's package: form, reference against oracle, example submissions on several seeds, "
-        "mutation adequacy of the hidden cases, the kit. One line per finding; exit status 0 when every check passes, 1 otherwise, 2 on a usage error.",
+        description="Check a challenge's package, part by part. One line per finding; exit status 0 when every check passes, 1 otherwise, "
+        "2 on a usage error.",
+        epilog="parts, in the order they run: " + "; ".join(f"{part.name}: {part.what}" for part in PARTS),
     )
     parser.add_argument("problem", metavar="ID", nargs="?", help="the challenge (python -m grader problems lists them)")
     parser.add_argument("--spec", type=Path, help="a problem.toml outside problem/ (for testing the harness), instead of ID")
     parser.add_argument(
         "--seeds", type=int, default=len(SEEDS), choices=range(1, len(SEEDS) + 1), help=f"seeds for the oracle and the examples (default {len(SEEDS)})"
     )
-    parser.add_argument(
-        "--skip", action="append", default=[], choices=("oracle", "examples", "operators", "mutants", "kit"), help="leave a check out (repeatable)"
-    )
+    parser.add_argument("-p", "--part", action="append", default=[], choices=PART_NAMES, help="run only this part (repeatable; default: every part)")
+    parser.add_argument("--skip", action="append", default=[], choices=PART_NAMES, help="leave a part out (repeatable)")
     return parser.parse_args(argv)
 
 
@@ -623,27 +847,13 @@ def main(argv: list[str], out: TextIO | None = None) -> int:
         print(f"FAIL  form: {error}", file=out)
         return 1
     findings = Findings(out)
-    seeds = SEEDS[: args.seeds]
-    print(f"verifying {spec.id} ({spec.title}), package {spec.digest[:12]}", file=out, flush=True)
-    with _check(findings, "form"):
-        check_form(spec, findings)
-    if "oracle" not in args.skip:
-        with _check(findings, "oracle"):
-            check_oracle(spec, seeds, findings)
-    if "examples" not in args.skip:
-        reports: dict[Path, Any] = {}
-        with _check(findings, "examples"):
-            reports = check_examples(spec, seeds, findings)
-        with _check(findings, "diagnosis"):
-            check_diagnosis(spec, reports, findings)
-    if "operators" not in args.skip:
-        with _check(findings, "operators"):
-            check_operators(spec, seeds[0], findings)
-    if "mutants" not in args.skip:
-        with _check(findings, "mutants"):
-            check_mutants(spec, seeds[0], findings)
-    if "kit" not in args.skip:
-        with _check(findings, "kit"):
-            check_kit(spec, findings, installed=args.spec is None)
-    print(f"{spec.id}: {'every check passed' if not findings.failed else f'{findings.failed} findings to fix'}", file=out)
+    context = Context(spec, SEEDS[: args.seeds], findings, installed=args.spec is None)
+    chosen = [part for part in PARTS if (not args.part or part.name in args.part) and part.name not in args.skip]
+    started = time.monotonic()
+    print(f"verifying {spec.id} ({spec.title}), package {spec.digest[:12]}: {', '.join(part.name for part in chosen)}", file=out, flush=True)
+    for part in chosen:
+        with _check(findings, part.name):
+            part.run(context)
+    seconds = time.monotonic() - started
+    print(f"{spec.id}: {'every check passed' if not findings.failed else f'{findings.failed} findings to fix'} ({seconds:.0f} s)", file=out)
     return 1 if findings.failed else 0

@@ -19,7 +19,7 @@ from grader.case import Case
 from grader.cases import make_cases
 from grader.child.capabilities.checks import Capabilities
 from grader.child.runner import _run_calls, load_submission
-from grader.diagnosis import Received, diagnose
+from grader.diagnosis import Received, analyse
 from grader.expected import Expected, expected_for
 from grader.judge import PUBLIC_PASSED, judge_reply, overall
 from grader.report import hints
@@ -88,7 +88,8 @@ def report(fn: Callable, spec: Spec | None = None, seed: str = SEED, public_only
     graded.verdict, graded.message = overall(results)
     if public_only and graded.verdict == Verdict.ACCEPTED:
         graded.message = PUBLIC_PASSED.format(len(results))
-    if graded.verdict == Verdict.WRONG_ANSWER:
-        graded.diagnosis = diagnose(cases, results, received, spec)
+    if graded.verdict == Verdict.WRONG_ANSWER and spec.diagnosis is not None:  # as grade() does
+        finding = analyse(cases, results, received, spec)
+        graded.diagnosis, graded.diagnosis_keys = finding.sentences, sorted(finding.keys())
     graded.hints = hints(graded, spec)
     return graded

@@ -59,7 +59,7 @@ def test_a_grader_keeps_one_warm_pool_across_calls_and_gives_what_one_off_calls_
     with Grader(jobs=2, seed="api-seed") as grader:
         server = grader._warm  # the pool the first call starts its server in
         # where the pool cannot keep every wall (a Python under /tmp, no bubblewrap), the Grader says why
-        assert (server is None) == bool(zygote_problem(grader._workers.backend)) and (server is not None or grader.warm_note)
+        assert (server is None) == bool(zygote_problem(grader.backend)) and (server is not None or grader.warm_note)
         first = grader.grade(CORRECT.read_text())
         again = grader.grade(WRONG.read_bytes())
         many = {r.id: r for r in grader.grade_many({"good": CORRECT.read_text(), "wrong": WRONG.read_text()})}

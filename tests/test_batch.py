@@ -22,7 +22,7 @@ from grader.batch.discovery import discover
 from grader.batch.exits import UsageError
 from grader.batch.gradebook import Counting, write_csv
 from grader.batch.stop import Stop
-from grader.batch.store import ResultsFile
+from grader.batch.store import ResultsFile, message_line
 from grader.sandbox.backends import choose_backend
 from grader.sandbox.zygote import zygote_problem
 from grader.spec import Scoring
@@ -96,27 +96,22 @@ def test_batch_gives_the_verdicts_of_the_single_file_command(tmp_path):
         assert not any("warm pool" in alone["isolation"] for alone in single.values())
     with open(gradebook) as f:
         rows = list(csv.reader(f))
-    assert rows[0] == ["id", "verdict", "points", "max_points", "cases_passed", "cases", "message"]
+    assert rows[0] == ["id", "name", "verdict", "points", "max_points", "cases_passed", "cases", "late", "message"]
     passed = {line["id"]: str(sum(c["status"] == "passed" for c in line["cases"])) for line in lines}
     assert sorted(rows[1:]) == sorted(
         [
             line["id"],
+            "",
             line["verdict"],
             "100" if line["verdict"] == "accepted" else "0",
             "100",
             passed[line["id"]],
             str(len(line["cases"])),
-            gradebook_message(line["message"]),
+            "",
+            message_line(line["message"]),
         ]
         for line in lines
     )
-
-
-def gradebook_message(message: str) -> str:
-    """The gradebook's message: the report's first line, with the next when the first only
-    introduces what follows ("raised during the call:", "1 use of forbidden APIs (...):")."""
-    lines = message.splitlines()
-    return f"{lines[0]} {lines[1].strip()}" if len(lines) > 1 and lines[0].endswith(":") else lines[0]
 
 
 def leftovers(token: str) -> list[str]:
@@ -164,7 +159,7 @@ def test_a_batch_stopped_with_ctrl_c_resumes_where_it_stopped(tmp_path):
     assert result.returncode == 0 and f"skipped {len(names) - 1} submissions" in result.stdout
     last = [line for line in lines_of(out) if line["id"] == changed.stem]
     assert [line["verdict"] for line in last] == ["runtime_error", "compile_error"]
-    assert f"{changed.stem},compile_error,0,100,0,0," in (tmp_path / "grades.csv").read_text()
+    assert f"{changed.stem},,compile_error,0,100,0,0,," in (tmp_path / "grades.csv").read_text()
 
 
 @pytest.mark.sandbox

@@ -184,7 +184,10 @@ def run(source: str, library: dict | None = None) -> tuple[dict, list[str]]:
         ("import abc\nclass K:\n    pass\nW = abc.ABCMeta('W', (), {K(): 1})", "a key that is not a str itself"),
         # a library metaclass building a class for the file: no __getattr__ of the file's, no member of enum's functional
         # API that is neither a name nor a pair (a deque gave the check one name and enum another)
-        ("import abc\nM = abc.ABCMeta\nW = super(M, M).__new__(M, 'W', (), {'__getattr__': lambda self, name: 0})", "a class (W) defining __getattr__, which is not"),
+        (
+            "import abc\nM = abc.ABCMeta\nW = super(M, M).__new__(M, 'W', (), {'__getattr__': lambda self, name: 0})",
+            "a class (W) defining __getattr__, which is not",
+        ),
         ("import collections, enum\nclass B(enum.Enum):\n    pass\nE = B('E', [collections.deque(['A', 1])])", "neither a name nor a (name, value) pair"),
         # __import__ takes names of exactly str: a subclass's own __hash__ and __eq__ would answer the checks
         ("class S(str):\n    pass\n__import__('torch', None, None, [S('exp')])", "__import__ with a name that is not a str itself"),

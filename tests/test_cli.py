@@ -217,8 +217,10 @@ def test_strict_isolation_refuses_without_bubblewrap():
 def test_every_report_names_the_isolation_used():
     report, _ = grade_json(str(CORRECT), "--isolation", "process")
     assert report["isolation"].startswith("process")
-    text = run_grader(str(CORRECT), "--isolation", "process").stdout
-    assert "isolation: process" in text
+    staff = run_grader(str(CORRECT), "--isolation", "process", "--staff").stdout
+    assert "isolation: process" in staff
+    # how the child was walled in is for staff: the candidate's text report leaves it out
+    assert "isolation:" not in run_grader(str(CORRECT), "--isolation", "process").stdout
 
 
 @pytest.mark.sandbox
@@ -365,4 +367,4 @@ def test_the_console_script_is_the_command_line_and_runs_from_any_folder(tmp_pat
     assert json.loads(single.stdout)["verdict"] == "accepted", single.stderr
     result = subprocess.run([*command, "batch", ".", "--out", "r.jsonl", "--csv", "g.csv"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert (tmp_path / "g.csv").read_text().splitlines()[1].startswith("alice,accepted,100,100,")
+    assert (tmp_path / "g.csv").read_text().splitlines()[1].startswith("alice,,accepted,100,100,")

@@ -127,14 +127,16 @@ def test_an_interrupt_ends_quietly(monkeypatch, capsys):
 
 @pytest.mark.sandbox
 def test_a_fault_in_the_middle_of_a_real_run_prints_a_report_and_no_traceback(tmp_path):
-    # A limit of the wrong type passes the spec file's loading and fails the grader once the child runs.
+    # A limit that is a number (the format's type) but not a usable one, NaN, passes the spec file's
+    # loading and fails the grader once the child runs. (A limit of the wrong type is refused when
+    # the file is read: tests/test_package_format.py.)
     spec = tmp_path / "spec.toml"
-    spec.write_text((ROOT / "problem" / "mlm-forward-tied" / "problem.toml").read_text().replace("case_seconds = 10 ", 'case_seconds = "ten" '))
+    spec.write_text((ROOT / "problem" / "mlm-forward-tied" / "problem.toml").read_text().replace("case_seconds = 10 ", "case_seconds = nan "))
     result = run_grader(str(CORRECT), "--json", "--spec", str(spec))
     assert "Traceback" not in result.stdout + result.stderr
     report = json.loads(result.stdout)
     assert (report["verdict"], result.returncode) == ("grader_error", 2)
-    assert report["message"].startswith("internal error of the grader (not the submission's fault): TypeError")
+    assert report["message"].startswith("internal error of the grader (not the submission's fault): ValueError")
 
 
 # A child that cannot start (its Python has no torch, its code cannot be read) fails before the

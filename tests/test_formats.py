@@ -669,7 +669,7 @@ def every_report() -> dict[str, Report]:
 @pytest.mark.parametrize("points", [100.0, 10.0, 7.5])
 def test_the_gradebooks_points_are_the_gradescope_score(mode, points):
     from grader.batch.discovery import Submission
-    from grader.batch.gradebook import Counting, csv_row
+    from grader.batch.gradebook import CSV_COLUMNS, Counting, csv_row
     from grader.batch.store import kept, result_line
 
     scoring = Scoring(mode, {"edge_shapes": 3.0} if mode == "per_case" else {})
@@ -677,11 +677,11 @@ def test_the_gradebooks_points_are_the_gradescope_score(mode, points):
     totals = []
     for name, report in every_report().items():
         line = kept(result_line(Submission(name, Path(f"{name}.py")), "0" * 64, "spec", report))  # what a batch keeps of its line
-        row = csv_row(name, line, counting)
+        row = dict(zip(CSV_COLUMNS, csv_row(name, line, counting), strict=True))
         gradescope = to_gradescope(report, scoring, points)
-        assert float(row[2]) == gradescope["score"] == counting.marks(line).total, name
-        assert float(row[3]) == gradescope["extra_data"]["max_score"] == points
-        assert (int(row[4]), int(row[5])) == (sum(c.passed for c in report.cases), len(report.cases))
+        assert float(row["points"]) == gradescope["score"] == counting.marks(line).total, name
+        assert float(row["max_points"]) == gradescope["extra_data"]["max_score"] == points
+        assert (int(row["cases_passed"]), int(row["cases"])) == (sum(c.passed for c in report.cases), len(report.cases))
         totals.append(gradescope["score"])
     assert any(0 < total < points for total in totals) is (mode == "per_case")  # partial credit only where the spec gives it
 

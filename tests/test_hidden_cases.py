@@ -50,7 +50,7 @@ def test_a_hidden_case_shows_the_candidate_no_size_of_its_error_and_staff_its_si
     # The size is the submission's to choose (the right answer plus any multiple of the tolerance),
     # so it could carry the hidden inputs (reference/mlm_forward_tied/submissions/wrong_answer/hostile_error_ratio_carries_hidden_inputs.py).
     case = a_case(public=False)
-    tolerance, _ = SPEC.tolerances(case.family, case.dtype)
+    tolerance = SPEC.tolerance(case.family, case.dtype)
     result = judged(case, output_scale=1.0 + 30 * tolerance)  # the largest entry is off by 30 tolerances
     assert result.status == Verdict.WRONG_ANSWER and result.check == "values"
     assert result.message == f"the values of the logits are not close to the expected ones\n{HIDDEN_ERROR}"

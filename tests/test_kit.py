@@ -28,7 +28,7 @@ HIDDEN = [t.name for t in SPEC.templates if t.settings["visibility"] != "public"
 TOP = "mlm-tied-head-kit"
 GRADER_MODULES = [
     *(f"grader/{name}.py" for name in ("__init__", "case", "cases", "compare", "diagnosis", "expected", "judge", "policy", "protocol")),
-    *(f"grader/{name}.py" for name in ("allowlist", "report", "results", "rules", "spec")),
+    *(f"grader/{name}.py" for name in ("allowlist", "report", "results", "rules", "spec", "package_format")),
     "grader/rules.toml",  # the harness's allow-lists, which spec.py narrows by the package's [rules]
     # the sandbox the kit runs: bubblewrap, else a plain process; not the uid or docker backends nor the zygote
     *(f"grader/sandbox/{name}.py" for name in ("__init__", "backends", "boxes", "bubblewrap", "child", "limits", "output", "process", "seccomp", "workdir")),

@@ -1,6 +1,8 @@
 """The Kubernetes manifests: valid against the Kubernetes schemas (offline), tight, and their shard
 commands, run here for every index and merged with `python -m grader merge`, grade each submission
-exactly once with the verdicts and scores of a single batch."""
+exactly once with the verdicts and scores of a single batch. The grading service's Deployment runs
+`serve` from the Job's image with the Job's walls, its secrets from Secrets, probed on /readyz and
+/healthz, and its Service, autoscaler and disruption budget all reach its pods."""
 
 import json
 import shutil
@@ -20,8 +22,13 @@ def documents(path: Path) -> list[dict]:
     return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
 
 
+def the_one(kind: str) -> dict:
+    [found] = [doc for path in MANIFESTS for doc in documents(path) if doc["kind"] == kind]
+    return found
+
+
 def the_job() -> dict:
-    return next(doc for path in MANIFESTS for doc in documents(path) if doc["kind"] == "Job")
+    return the_one("Job")
 
 
 @pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
@@ -93,3 +100,41 @@ def test_the_shard_commands_merged_grade_every_submission_once_like_one_batch(tm
     assert single.returncode == 0, single.stderr
     assert graded(tmp_path / "merged.jsonl") == sorted(graded(tmp_path / "single.jsonl"))
     assert len(graded(tmp_path / "merged.jsonl")) == 4
+
+
+def test_the_service_runs_serve_from_the_jobs_image_with_the_jobs_walls_and_secrets_from_secrets():
+    from grader.service.command import parse_args
+
+    deployment, job = the_one("Deployment"), the_job()
+    pod, job_pod = deployment["spec"]["template"]["spec"], job["spec"]["template"]["spec"]
+    [container], [job_container] = pod["containers"], job_pod["containers"]
+    assert container["image"] == job_container["image"] and container["securityContext"] == job_container["securityContext"]
+    assert pod["automountServiceAccountToken"] is False and container["volumeMounts"] == [m for m in job_container["volumeMounts"] if m["mountPath"] == "/tmp"]
+    args = container["args"]
+    assert args[0] == "serve"
+    options = parse_args(args[1:])  # the command's own parser takes them
+    assert options.host == "0.0.0.0" and options.jobs == 1  # one grading at a time under the container's uid isolation
+    env = {e["name"]: e for e in container["env"]}
+    for name in ("MLM_GRADER_SEED", "MLM_GRADER_TOKEN"):  # beyond loopback the service refuses to start without the token
+        assert "secretKeyRef" in env[name]["valueFrom"] and "value" not in env[name]
+    [port] = container["ports"]
+    assert port["containerPort"] == options.port
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": port["name"]}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": port["name"]}
+    assert pod["terminationGracePeriodSeconds"] > options.deadline  # SIGTERM answers every request accepted, each within its deadline
+    assert deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+
+
+def test_the_services_service_autoscaler_and_disruption_budget_reach_its_pods():
+    deployment = the_one("Deployment")
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert deployment["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    assert not the_job()["spec"]["template"]["metadata"]["labels"].items() >= labels.items()  # the Job's pods are not its
+    service, autoscaler, budget = the_one("Service"), the_one("HorizontalPodAutoscaler"), the_one("PodDisruptionBudget")
+    assert service["spec"]["selector"].items() <= labels.items()
+    [port] = service["spec"]["ports"]
+    assert port["targetPort"] == deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["name"]
+    target = autoscaler["spec"]["scaleTargetRef"]
+    assert (target["kind"], target["name"]) == ("Deployment", deployment["metadata"]["name"])
+    assert 2 <= autoscaler["spec"]["minReplicas"] <= autoscaler["spec"]["maxReplicas"]
+    assert budget["spec"]["selector"]["matchLabels"].items() <= labels.items() and budget["spec"]["maxUnavailable"] == 1

@@ -8,7 +8,19 @@ from pathlib import Path
 import pytest
 
 GRADER = Path(__file__).resolve().parents[1] / "grader"
-ENTRY_POINTS = {"grader.cli", "grader.api", "grader.merge", "grader.batch.command", "grader.catalog", "grader.verify", "grader.allowlist", "grader.__main__"}
+ENTRY_POINTS = {
+    "grader.cli",
+    "grader.api",
+    "grader.merge",
+    "grader.batch.command",
+    "grader.catalog",
+    "grader.verify",
+    "grader.new",
+    "grader.allowlist",
+    "grader.__main__",
+    "grader.service.command",
+    "grader.client",
+}
 DECIDING = {
     "grader.case",
     "grader.cases",
@@ -19,6 +31,7 @@ DECIDING = {
     "grader.report",
     "grader.policy",
     "grader.spec",
+    "grader.package_format",
 }
 
 
@@ -82,6 +95,8 @@ def test_the_grader_has_no_import_cycle():
         ("grader.judge", ENTRY_POINTS | under("grader.formats") | under("grader.batch")),
         ("grader.batch", ENTRY_POINTS - {"grader.batch.command"}),
         ("grader.seeding", ENTRY_POINTS | under("grader.sandbox") | {"grader.judge"}),
+        ("grader.graded", ENTRY_POINTS | under("grader.service") | under("grader.batch") | under("grader.sandbox") | {"grader.judge"}),
+        ("grader.reward", ENTRY_POINTS | under("grader.service") | under("grader.batch") | under("grader.sandbox") | {"grader.judge"}),
     ],
 )
 def test_a_lower_layer_never_imports_a_higher_one(lower: str, higher: set[str]):
@@ -124,10 +139,38 @@ def test_entry_points_share_code_through_lower_modules_not_through_each_other():
         ("grader.cli", "grader.catalog"),
         ("grader.cli", "grader.verify"),
         ("grader.cli", "grader.allowlist"),
+        ("grader.cli", "grader.new"),
+        ("grader.cli", "grader.service.command"),
+        ("grader.service.app", "grader.api"),  # the service is the Python API over HTTP
         ("grader.__main__", "grader.cli"),
     }
     broken = {(name, imported) for name in MODULES for imported in GRAPH[name] & ENTRY_POINTS} - allowed
     assert broken == set()
+
+
+def reached_from(start: str) -> set[str]:
+    seen, stack = set(), [start]
+    while stack:
+        for imported in GRAPH[stack.pop()] - seen:
+            seen.add(imported)
+            stack.append(imported)
+    return seen
+
+
+def test_the_service_is_the_api_over_http_and_nothing_below_reaches_it():
+    """The service grades through the API (grader.api's AsyncGrader), not with a grader of its own;
+    only the command line's `serve` reaches into it."""
+    service = under("grader.service")
+    reaching_in = {(name, imported) for name in MODULES.keys() - service for imported in GRAPH[name] & service}
+    assert reaching_in == {("grader.cli", "grader.service.command")}
+    assert "grader.api" in GRAPH["grader.service.app"] and "grader.judge" not in GRAPH["grader.service.app"]
+
+
+def test_the_client_shares_only_the_reports_format_and_the_reward_with_the_service():
+    """A trainer imports grader.client without the grader: no judge, no sandbox, no batch, no service, no torch."""
+    reached = reached_from("grader.client")
+    assert {"grader.graded", "grader.reward"} <= reached
+    assert reached & ({"grader.api", "grader.judge"} | under("grader.service") | under("grader.sandbox") | under("grader.batch")) == set()
 
 
 def test_the_layering_test_reads_real_imports():

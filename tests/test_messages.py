@@ -210,7 +210,7 @@ def test_the_json_of_a_public_run_says_it_is_public_only():
 
 def test_the_table_labels_its_error_column_and_shows_the_tolerance():
     case = a_case(public=True)
-    tolerance, _ = SPEC.tolerances(case.family, case.dtype)
+    tolerance = SPEC.tolerance(case.family, case.dtype)
     result = judged(case, output_scale=1.25)  # every logit a quarter too large: error / max|expected| = 0.25
     assert result.check == "values" and result.max_rel == pytest.approx(0.25, rel=1e-5)
     text = render_text(Report(Verdict.WRONG_ANSWER, "failed", "s.py", "id", "process", cases=[result]), SPEC)
@@ -221,7 +221,7 @@ def test_the_table_labels_its_error_column_and_shows_the_tolerance():
 
 def test_a_gradient_failure_shows_the_gradients_error_and_tolerance():
     case = a_case(public=True)
-    _, gradient_tolerance = SPEC.tolerances(case.family, case.dtype)
+    gradient_tolerance = SPEC.tolerance(case.family, case.dtype, gradient=True)
     result = judged(case, grad_scale=1.5)  # right logits, every gradient half as large again
     assert result.check == "gradient" and result.max_rel == pytest.approx(0.5, rel=1e-5)
     text = render_text(Report(Verdict.WRONG_ANSWER, "failed", "s.py", "id", "process", cases=[result]), SPEC)

@@ -14,6 +14,7 @@ from grader import protocol
 from grader.cases import make_cases
 from grader.child import wire
 from grader.expected import expected_for, public_case_file, read_public_case
+from grader.package_format import FormatError, check_format
 from grader.rules import base_rules
 from grader.spec import DEFAULT_PROBLEM, ROOT, load_spec, parse_spec, problem_ids, problem_spec
 from tests.grading import run_grader, shared_once
@@ -33,7 +34,7 @@ EXPECTED = {
     "one_element.py": ("wrong_answer", "returned a tuple of 1 element; expected 2 (z, count)"),
     "float_counts.py": ("wrong_answer", "element 1 (count): returned dtype float64; expected int64"),
     "detached_x.py": ("wrong_answer", "the gradient reaching x is wrong"),
-    "uses_autograd.py": ("forbidden_api", "torch.autograd is forbidden (this challenge forbids it: see the rules in the statement)"),
+    "uses_autograd.py": ("forbidden_api", "torch.autograd is forbidden (addcmul, and autograd: write it yourself); write it from elementary operations"),
 }
 
 
@@ -187,8 +188,8 @@ def test_a_package_can_only_narrow_and_a_mistake_is_named(rules, message):
 
 
 def test_the_old_policy_table_is_refused_with_what_replaces_it():
-    with pytest.raises(ValueError, match=r"\[policy\] is no longer read: a package narrows the allow-lists with \[\[rules.forbid\]\]"):
-        parse_spec(DATA | {"policy": {"forbidden_functions": ["gelu"]}})
+    with pytest.raises(FormatError, match=r"\[policy\] is no longer read: narrow the harness's allow-lists with \[\[rules.forbid\]\] tables"):
+        check_format(DATA | {"policy": {"forbidden_functions": ["gelu"]}})
 
 
 @pytest.mark.parametrize("operator", ["aten::clone", "aten::detach", "aten::copy_", "aten::mul", "aten::sum"])
@@ -218,23 +219,38 @@ def test_the_guards_warm_up_works_whatever_a_package_forbids(tmp_path):
 # -- the package's identity --------------------------------------------------------------------------
 
 
-def test_the_package_digest_covers_the_hidden_side_and_the_statement(tmp_path, monkeypatch):
+def test_the_package_digest_covers_everything_the_grader_reads(tmp_path, monkeypatch):
+    """The statement, the module [problem] module names, the hidden modules it imports, and the
+    package it extends; not the example submissions nor a candidate's solution.py."""
     from grader import spec as spec_module
 
-    for folder in ("problem/toy", "reference/toy"):
-        (tmp_path / folder).mkdir(parents=True)
-    (tmp_path / "problem/toy/problem.toml").write_text("x = 1\n")
-    (tmp_path / "problem/toy/README.md").write_text("statement\n")
-    (tmp_path / "reference/toy/reference.py").write_text("def f(): pass\n")
+    files = {
+        "problem/toy/problem.toml": "x = 1\n",
+        "problem/toy/README.md": "statement\n",
+        "problem/base/problem.toml": "y = 1\n",
+        "problem/base/README.md": "the extended statement\n",
+        "reference/own_module/reference.py": "from reference.shared.helpers import f\n",
+        "reference/shared/helpers.py": "def f(): pass\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
     monkeypatch.setattr(spec_module, "PROBLEMS", tmp_path / "problem")
     monkeypatch.setattr(spec_module, "ROOT", tmp_path)
-    first = spec_module.package_digest(tmp_path / "problem/toy/problem.toml")
-    (tmp_path / "reference/toy/reference.py").write_text("def f(): return 1\n")
-    second = spec_module.package_digest(tmp_path / "problem/toy/problem.toml")
-    (tmp_path / "problem/toy/README.md").write_text("statement, changed\n")
-    third = spec_module.package_digest(tmp_path / "problem/toy/problem.toml")
+    toml = tmp_path / "problem/toy/problem.toml"
+    spec = dataclasses.replace(SPEC, id="toy", hidden="reference.own_module", path=toml)
+
+    def digest() -> str:
+        return spec_module.package_digest(spec, [toml, tmp_path / "problem/base/problem.toml"])
+
+    seen = [digest()]
+    for name in ("reference/own_module/reference.py", "reference/shared/helpers.py", "problem/toy/README.md", "problem/base/README.md"):
+        (tmp_path / name).write_text((tmp_path / name).read_text() + "# changed\n")
+        seen.append(digest())
     (tmp_path / "problem/toy/solution.py").write_text("a candidate's work\n")
-    assert len({first, second, third}) == 3 and spec_module.package_digest(tmp_path / "problem/toy/problem.toml") == third
+    (tmp_path / "reference/own_module/submissions/accepted").mkdir(parents=True)
+    (tmp_path / "reference/own_module/submissions/accepted/example.py").write_text("an example\n")
+    assert len(set(seen)) == 5 and digest() == seen[-1]
 
 
 def test_every_installed_package_parses_and_names_a_hidden_side():

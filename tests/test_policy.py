@@ -111,7 +111,11 @@ def violations_at(source: str) -> list[tuple[int, str]]:
         ("from typing import sys", 1, "typing.sys is a module outside the allowed list"),
         ("import dataclasses\nb = getattr(dataclasses, 'builtins')", 2, "dataclasses.builtins"),
         # class and keyword patterns of match read attributes too
-        ("import torch\nmatch x:\n    case object(softmax=sm):\n        y = sm(-1)", 3, ".softmax is forbidden (softmax, log-softmax and softmin: write it yourself)"),
+        (
+            "import torch\nmatch x:\n    case object(softmax=sm):\n        y = sm(-1)",
+            3,
+            ".softmax is forbidden (softmax, log-softmax and softmin: write it yourself)",
+        ),
         ("import torch\nmatch x:\n    case torch.Tensor(softmax=sm):\n        y = sm(-1)", 3, "torch.Tensor.softmax is forbidden"),
         ("match x:\n    case object(__dict__=d):\n        pass", 2, "special attribute __dict__"),
         # classes built at run time from a dict of names
@@ -130,10 +134,15 @@ def violations_at(source: str) -> list[tuple[int, str]]:
         ("import torch\ny = torch._refs.softmax(x, -1)", 2, "torch._refs is a private part of torch"),
         ("from torch._decomp import decomposition_table", 1, "import from torch._decomp is not allowed"),
         ("import torch\ny = torch.ops.aten.rms_norm.default(x, [4])", 2, "torch.ops is a module outside the allowed list"),
-        ("import torch\ny = torch.quantized_lstm.default", 2, "torch.quantized_lstm is not on this challenge's allow-list"),  # an operator packet, and a quantized kernel
+        # an operator packet, and a quantized kernel
+        ("import torch\ny = torch.quantized_lstm.default", 2, "torch.quantized_lstm is not on this challenge's allow-list"),
         ("import torch\ny = torch.Graph", 2, "torch.Graph is not on this challenge's allow-list"),
         # files
-        ("import torch\ns = torch.UntypedStorage.from_file('/proc/self/environ', False, 4096)", 2, "torch.UntypedStorage is not on this challenge's allow-list"),
+        (
+            "import torch\ns = torch.UntypedStorage.from_file('/proc/self/environ', False, 4096)",
+            2,
+            "torch.UntypedStorage is not on this challenge's allow-list",
+        ),
         # ways around the runtime guard, code from strings, Python's machinery
         ("import torch\nwith torch.DisableTorchFunction():\n    pass", 2, "torch.DisableTorchFunction is not on this challenge's allow-list"),
         ("import torch\nfuture = torch.fork(f, x)", 2, "torch.fork is not on this challenge's allow-list"),
@@ -155,7 +164,8 @@ def test_each_route_to_forbidden_functionality_is_refused_at_its_line(source, li
 def test_every_violation_names_its_line_column_and_source_text():
     found = check(ast.parse("import torch\ny = torch.softmax(x, -1)"), "import torch\ny = torch.softmax(x, -1)", RULES)
     assert [(v.line, v.column, v.text) for v in found] == [(2, 5, "torch.softmax")]
-    assert str(found[0]).startswith("line 2:5: `torch.softmax`: torch.softmax is forbidden (softmax, log-softmax and softmin: write it yourself); write the softmax with exp")
+    expected = "line 2:5: `torch.softmax`: torch.softmax is forbidden (softmax, log-softmax and softmin: write it yourself); "
+    assert str(found[0]).startswith(expected + "write the softmax with exp")
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from grader.batch.schedule import Workers
 from grader.cases import make_cases
 from grader.formats.json import to_json
 from grader.results import Verdict
-from grader.spec import PROBE_FAMILY, load_spec
+from grader.spec import load_spec
 from reference.mlm_forward_tied.mistakes import MISTAKES
 from tests import in_process
 from tests.grading import SUBMISSIONS, ordinary_files
@@ -60,7 +60,7 @@ def test_the_hidden_cases_hold_every_kind_of_public_case() -> None:
     hidden = {kind(case) for case in cases if not case.public}
     # "basic" cases are the ordinary small ones: every hidden family holds cases like them. The probe
     # cases tell the diagnosis which part is wrong, and are public so that the kit tells it as the grader does.
-    missing = [case.name for case in cases if case.public and case.family not in ("basic", PROBE_FAMILY) and kind(case) not in hidden]
+    missing = [case.name for case in cases if case.public and case.family not in ("basic", "probes") and kind(case) not in hidden]
     assert missing == []
     assert {"large_magnitude", "edge_shapes", "low_variance", "soft_mask", "float64"} <= {case.family for case in cases if case.public}
 

@@ -25,7 +25,6 @@ import io
 import json
 import sys
 import tempfile
-import tomllib
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,8 @@ from torch import __version__ as torch_version  # noqa: E402
 
 from grader import __version__  # noqa: E402
 from grader.cli import save_public_cases  # noqa: E402
-from grader.spec import DEFAULT_PROBLEM, PROBLEMS, Spec, UnknownProblem, parse_spec, problem_spec  # noqa: E402
+from grader.expected import PROPERTIES_FILE  # noqa: E402
+from grader.spec import DEFAULT_PROBLEM, PROBLEMS, Spec, UnknownProblem, parse_spec, problem_spec, read_package  # noqa: E402
 
 
 def kit_name(problem: str) -> str:
@@ -73,6 +73,7 @@ COPIED = (
     "grader/rules.py",
     "grader/rules.toml",
     "grader/allowlist.py",
+    "grader/package_format.py",
     "grader/child/__init__.py",
     "grader/child/guard.py",
     "grader/child/capabilities/__init__.py",
@@ -94,8 +95,12 @@ COPIED = (
 
 
 def package_files(problem: str) -> dict[str, Path]:
-    """The files the kit takes from the package (problem/<id>/, which holds nothing hidden) and check.py."""
-    return {"README.md": PROBLEMS / problem / "README.md", "solution.py": PROBLEMS / problem / "stub.py", "check.py": ROOT / "deploy" / "kit" / "check.py"}
+    """The files the kit takes from the package (problem/<id>/, which holds nothing hidden) and
+    check.py; a package judged by properties gives its properties.py too (check.py runs it)."""
+    files = {"README.md": PROBLEMS / problem / "README.md", "solution.py": PROBLEMS / problem / "stub.py", "check.py": ROOT / "deploy" / "kit" / "check.py"}
+    if (PROBLEMS / problem / PROPERTIES_FILE).is_file():
+        files[PROPERTIES_FILE] = PROBLEMS / problem / PROPERTIES_FILE
+    return files
 
 
 PACKAGE_INIT = f'''"""The grader's own modules, copied unchanged when this kit was built; check.py runs them. Do not edit
@@ -116,16 +121,17 @@ def kit_spec(data: dict[str, Any]) -> dict[str, Any]:
     names = {t.name for t in parse_spec(data).templates if t.settings["visibility"] == "public"}  # a family may make its cases public
     public = [case | {"visibility": "public"} for case in data["cases"] if case["name"] in names]
     families = {case["family"] for case in public}
-    kept = ("name", "description", "hint", "tolerance", "gradient_tolerance")
+    kept = ("name", "description", "hint", "hint_checks", "tolerance", "gradient_tolerance")
     return {
         "problem": data["problem"],
         "parameters": data["parameters"],
+        **({"step_parameters": data["step_parameters"]} if "step_parameters" in data else {}),
         "outputs": data["outputs"],
         "hints": data.get("hints", {}),
         "limits": data["limits"],
         "tolerance": data["tolerance"],
         "report": {"hidden_case_details": False},
-        "diagnosis": {"known_mistakes": False, "probes": data.get("diagnosis", {}).get("probes", False)},
+        "diagnosis": data.get("diagnosis", {}) | {"known_mistakes": False},  # the probes are public cases: the kit localises as the grader does
         "seeds": {"public": data["seeds"]["public"], "default_hidden": data["seeds"]["public"], "env_var": data["seeds"]["env_var"]},
         "defaults": {"count": 0, "hint": "", "visibility": "public"},
         "families": [{key: family[key] for key in kept if key in family} for family in data["families"] if family["name"] in families],
@@ -144,7 +150,7 @@ def public_case_files(spec: Spec) -> dict[str, bytes]:
 
 def entries(problem: str = DEFAULT_PROBLEM) -> dict[str, bytes]:
     """Every file of the kit by its path inside the kit folder."""
-    data = tomllib.loads((PROBLEMS / problem / "problem.toml").read_text(encoding="utf-8"))
+    data, _ = read_package(PROBLEMS / problem / "problem.toml")  # with what it extends merged in
     found = {name: path.read_bytes() for name, path in package_files(problem).items()}
     found |= {name: (ROOT / name).read_bytes() for name in COPIED}
     found |= {name: text.encode() for name, text in GENERATED.items()}

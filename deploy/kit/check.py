@@ -16,6 +16,7 @@ if sys.version_info < (3, 11):  # noqa: UP036 - a candidate may run an older Pyt
     sys.exit(f"check.py needs Python 3.11 or newer; this is {sys.version.split()[0]}")
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import json  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -73,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     cases, expected = [], []
     try:
         spec = parse_spec(json.loads((HERE / "spec.json").read_text(encoding="utf-8")))
+        spec = dataclasses.replace(spec, path=HERE / "spec.json")  # a package's property check (properties.py) is beside it
         for template in spec.templates:
             saved = torch.load(HERE / "cases" / f"{template.name}.pt", weights_only=True)  # tensors only: no code runs on loading
             case, want = read_public_case(saved, template, spec)
@@ -104,9 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     count = len(cases)
     if report.verdict == Verdict.ACCEPTED:  # the public cases alone never make a verdict: the report's last line says so
         report.message = f"all {count} public cases passed; the hidden cases are run by the grader"
-        print(render_text(report, spec, verbose=True))
+        print(render_text(report, spec, verbose=True, isolation=True))  # the candidate's own run: how it was walled in is theirs to know
         return EXIT_PASSED
-    print(render_text(report, spec, verbose=True))
+    print(render_text(report, spec, verbose=True, isolation=True))  # the candidate's own run: how it was walled in is theirs to know
     print(f"\n{sum(c.passed for c in report.cases)} of {count} public cases passed; fix what is reported above, then run check.py again")
     return EXIT_FAILED
 

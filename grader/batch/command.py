@@ -2,6 +2,7 @@
 from the submissions found to the summary. Exit status: grader/batch/exits.py."""
 
 import argparse
+import io
 import os
 import signal
 import sys
@@ -12,16 +13,18 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+from grader.batch.archive import Workspace
+from grader.batch.class_report import write_class_report
 from grader.batch.discovery import Submission, discover
 from grader.batch.exits import EXIT_USAGE, UsageError
 from grader.batch.feedback import Feedback
-from grader.batch.gradebook import CSV_COLUMNS, Counting
+from grader.batch.gradebook import CSV_COLUMNS, GRADEBOOKS, Counting
 from grader.batch.progress import Progress
 from grader.batch.schedule import Workers, default_jobs, start_warm_pool
 from grader.batch.shards import keep_shard, parse_shard
 from grader.batch.stop import Stop
 from grader.batch.store import ResultsFile, Resume, not_graded_report
-from grader.batch.summary import conclude
+from grader.batch.summary import Gradebook, conclude
 from grader.faults import internal_error
 from grader.formats import FORMATS, Options
 from grader.formats.gradescope import DEFAULT_HIDDEN_VISIBILITY, VISIBILITIES
@@ -45,15 +48,39 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         type=Path,
         nargs="+",
         metavar="PATH",
-        help="a submission file, or a class folder: every entry of it is a submission, graded or reported as not graded: "
-        "ID.py files (id = file name), or folders (id = folder name) graded through their solution.py, else their only .py file",
+        help="a submission file (.py, or a Jupyter notebook .ipynb), a class folder, or an LMS's download, as its .zip or the folder "
+        "it unzips to: every entry is a submission, graded or reported as not graded. A Canvas or Moodle download gives one "
+        "entry per student, id = the LMS's student id (docs/lms.md); else ID.py or ID.ipynb files (id = file name), or folders "
+        "(id = folder name) graded through their solution.py, else their only .py or .ipynb file",
     )
     parser.add_argument("--out", type=Path, required=True, help="the JSON-lines results file; a rerun with the same file skips what it already holds")
     parser.add_argument(
         "--csv",
         type=Path,
         metavar="FILE",
-        help=f"also write the gradebook to FILE: {', '.join(CSV_COLUMNS)} of every submission of the batch (points as --format gradescope counts them)",
+        help=f"also write the gradebook to FILE, rebuilt from the whole --out file (every submission ever graded into it, so "
+        f"regrading one student keeps every row): {', '.join(CSV_COLUMNS)} (points as --format gradescope counts them)",
+    )
+    parser.add_argument(
+        "--gradebook",
+        choices=GRADEBOOKS,
+        default="grader",
+        help="the format of --csv: grader (the columns above, default), canvas (Canvas's gradebook import: Student, ID, SIS User ID, "
+        "SIS Login ID, Section and the assignment's column; needs --assignment), moodle (Moodle's offline grading worksheet: "
+        "Identifier, Full name, Grade, Maximum Grade, Last modified (grade), Feedback comments)",
+    )
+    parser.add_argument(
+        "--assignment",
+        metavar="TITLE",
+        help="--gradebook canvas: the assignment's column, headed as Canvas's own gradebook export heads it, \"Title (assignment id)\"",
+    )
+    parser.add_argument(
+        "--class-report",
+        type=Path,
+        metavar="FILE.html",
+        help="also write the class at a glance to FILE.html, one self-contained page (no network): the scores, the verdicts, the "
+        "checks and case families the class fails most, the commonest diagnoses, and pairs of submissions whose code is unusually "
+        "similar, side by side",
     )
     parser.add_argument(
         "--points",
@@ -102,6 +129,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.error("--jobs must be at least 1")
     if args.feedback is None and (args.format != "text" or args.verbose or args.gradable_compile_errors or args.hidden_visibility != DEFAULT_HIDDEN_VISIBILITY):
         parser.error("--format, --hidden-visibility, --gradable-compile-errors and --verbose are for the --feedback files: give --feedback DIR too")
+    if args.csv is None and (args.gradebook != "grader" or args.assignment):
+        parser.error("--gradebook and --assignment are for the --csv file: give --csv FILE too")
+    if args.gradebook == "canvas" and not args.assignment:
+        parser.error(
+            "--gradebook canvas needs --assignment 'TITLE (ID)', the assignment's column as Canvas's gradebook export heads it "
+            "(Canvas would make a new assignment of any other name)"
+        )
     return args
 
 
@@ -112,11 +146,18 @@ def run(args: argparse.Namespace, stop: Stop, out: TextIO) -> int:
         spec = spec_of_arguments(args)  # SetupError: the grader's set-up, reported by main()
     except UnknownProblem as error:
         raise UsageError(str(error)) from None
-    spec_sha256 = spec.digest
     counting = Counting(spec.scoring, args.points)
     shard = parse_shard(args.shard) if args.shard else None
     outputs = own_outputs(args)
-    submissions, notes = find_submissions(args.paths, outputs, shard)
+    with Workspace() as workspace:  # a zip's members, opened in a private folder removed at the end
+        return _run(args, stop, out, spec, counting, outputs, shard, workspace)
+
+
+def _run(
+    args: argparse.Namespace, stop: Stop, out: TextIO, spec: Spec, counting: Counting, outputs: list[Path], shard: tuple[int, int] | None, workspace: Workspace
+) -> int:
+    spec_sha256 = spec.digest
+    submissions, notes = find_submissions(args.paths, outputs, shard, workspace)
     try:
         seeding = take_seed(
             spec,
@@ -149,7 +190,12 @@ def run(args: argparse.Namespace, stop: Stop, out: TextIO) -> int:
     if feedback:
         complete_feedback(feedback, done, args, out)
     where = f"{len(todo)} graded in {time.monotonic() - started:.1f}s ({jobs} at a time); results: {args.out}"
-    return conclude(done, where, args.csv, out, counting)
+    gradebook = Gradebook(args.csv, args.gradebook, args.assignment or "") if args.csv else None
+    status = conclude(done, where, gradebook, out, counting, everyone=results.latest)
+    if args.class_report:
+        sources = {s.id: s.path for s in submissions if not s.not_graded}
+        print(write_class_report(args.class_report, args.out, spec, counting, sources), file=out)
+    return status
 
 
 # --- the steps of run(), in its order --------------------------------------------------------------
@@ -165,15 +211,15 @@ def refuse_other_problems(results: ResultsFile, spec: Spec, path: Path) -> None:
 def own_outputs(args: argparse.Namespace) -> list[Path]:
     """The batch's own files (--out, --csv, --feedback), never submissions; the folders of --csv
     and --feedback must exist."""
-    for target, option in ((args.csv, "--csv"), (args.feedback, "--feedback")):
+    for target, option in ((args.csv, "--csv"), (args.feedback, "--feedback"), (args.class_report, "--class-report")):
         if target is not None and not target.resolve().parent.is_dir():
             raise UsageError(f"{option} {target}: no such folder {target.parent}")
-    return [path for path in (args.out, args.csv, args.feedback) if path is not None]
+    return [path for path in (args.out, args.csv, args.feedback, args.class_report) if path is not None]
 
 
-def find_submissions(paths: list[Path], outputs: list[Path], shard: tuple[int, int] | None) -> tuple[list[Submission], list[str]]:
+def find_submissions(paths: list[Path], outputs: list[Path], shard: tuple[int, int] | None, workspace: Workspace) -> tuple[list[Submission], list[str]]:
     """The submissions of this run (those of its shard), and the notes to print about them."""
-    submissions, notes = discover(paths, outputs)
+    submissions, notes = discover(paths, outputs, workspace)
     if shard:
         submissions, note = keep_shard(submissions, *shard)
         notes.append(note)
@@ -211,6 +257,9 @@ class Record:
         self.progress: Progress | None = None
 
     def __call__(self, submission: Submission, report: Report) -> None:
+        # Where the file was found (a zip's member, the LMS's name for it) and why it was the one graded.
+        report.submission = submission.shown or report.submission
+        report.notes = [*submission.notes, *report.notes]
         line = self.resume.append(submission, report)
         if self.feedback:
             self.feedback.write(submission.id, report)
@@ -280,11 +329,62 @@ def complete_feedback(feedback: Feedback, done: dict[str, dict[str, Any]], args:
     print(f"feedback: {len(done)} files in {args.feedback} ({args.format}; {earlier} of them from earlier runs' results)", file=out)
 
 
+class Output(io.TextIOBase):
+    """The batch's standard output, which may be a pipe whose reader has gone (`batch ... | head`):
+    then nothing more is written to it, and the batch stops as for a signal (SIGPIPE), keeping every
+    finished line."""
+
+    def __init__(self, stream: TextIO, stop: Stop) -> None:
+        self.stream, self.stop, self.broken = stream, stop, False
+
+    def _closed(self) -> None:
+        self.broken = True
+        self.stop.signum = self.stop.signum or signal.SIGPIPE
+        self.stop.event.set()
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                self.stream.write(text)
+            except BrokenPipeError:
+                self._closed()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._closed()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+
+def _closed_stdout(args: argparse.Namespace) -> int:
+    """The reader of standard output went away: say so on stderr, once, and exit as for SIGPIPE."""
+    try:  # what Python still holds for stdout goes nowhere, quietly (its flush at exit would fail)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    print(
+        f"grader batch: standard output was closed before the batch ended (its reader, such as `head`, exited), so the batch "
+        f"stopped; every submission graded so far is kept in {args.out}: run the same command again, its output to a file or "
+        "a pager, to grade the rest",
+        file=sys.stderr,
+    )
+    return 128 + signal.SIGPIPE
+
+
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     with Stop() as stop:
+        out = Output(sys.stdout, stop)
         try:
-            return run(args, stop, sys.stdout)
+            status = run(args, stop, out)
+            return _closed_stdout(args) if out.broken else status
         except UsageError as error:
             print(f"grader batch: {error}", file=sys.stderr)
             return EXIT_USAGE

@@ -17,7 +17,20 @@ from grader.formats.json import to_json
 from grader.formats.points import first_line
 from grader.results import Report, Verdict
 
-KEPT = ("id", "sha256", "grader_version", "spec_sha256", "seed_id", "problem", "verdict", "score", "seconds", "not_graded")  # of each line, in memory
+KEPT = (
+    "id",
+    "name",
+    "late",
+    "sha256",
+    "grader_version",
+    "spec_sha256",
+    "seed_id",
+    "problem",
+    "verdict",
+    "score",
+    "seconds",
+    "not_graded",
+)  # of each line, in memory
 
 
 def file_sha256(path: Path) -> str | None:
@@ -84,11 +97,25 @@ class ResultsFile:
         os.close(self.fd)
 
 
+def message_line(message: str) -> str:
+    """A message in one line, for the gradebook: its first line; when that only introduces what
+    follows, the exception a traceback ends with (`raised during the call: IndexError: ...`), else the
+    next line (`1 use of forbidden APIs (...): line 3:5: ...`)."""
+    lines = message.strip().splitlines()
+    if len(lines) < 2 or not lines[0].endswith(":"):
+        return first_line(message)
+    if lines[1].startswith("  File "):  # a traceback (runner.py): its frames are indented, the exception is not
+        exception = [line for line in lines[1:] if line.strip() and not line.startswith(" ")]
+        if exception:
+            return f"{lines[0]} {exception[0].strip()}"
+    return first_line(message)
+
+
 def kept(line: dict[str, Any]) -> dict[str, Any]:
     """Only what resuming, the summary and the gradebook need: memory stays small for a large class.
     Of the message its first line; of each case what its points depend on. Idempotent."""
     small = {key: line.get(key) for key in KEPT}
-    small["message"] = first_line(str(line.get("message") or ""))
+    small["message"] = message_line(str(line.get("message") or ""))
     cases = line.get("cases") or []
     small["cases"] = [
         case if isinstance(case, list) else [str(case.get("family")), str(case.get("status")), case.get("seconds") is None]
@@ -102,7 +129,8 @@ def result_line(submission: Submission, sha256: str | None, spec_sha256: str, re
     """The --json --staff object of the report (a results file is for staff: `staff_only` holds what
     the candidate's report withholds), with what identifies the submission and the grading. An
     entry that is not graded also has `not_graded`: why."""
-    key = {"id": submission.id, "sha256": sha256, "grader_version": __version__, "spec_sha256": spec_sha256, "seed_id": report.seed_id}
+    key = {"id": submission.id, "name": submission.name, "late": submission.late, "sha256": sha256, "grader_version": __version__}
+    key |= {"spec_sha256": spec_sha256, "seed_id": report.seed_id}
     line = key | to_json(report, staff=True)
     if submission.not_graded:
         line["not_graded"] = submission.not_graded

@@ -3,6 +3,8 @@ the slowest submissions), the gradebook and the exit status."""
 
 import statistics
 from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -41,14 +43,42 @@ def summary(lines: dict[str, dict[str, Any]], counting: Counting) -> str:
     return "\n".join(parts)
 
 
-def conclude(done: dict[str, dict[str, Any]], where: str, csv_path: Path | None, out: TextIO, counting: Counting, retry: str = "rerun to retry them") -> int:
-    """The end of a batch (and of a merge): the summary, `where` (what was done, where the results
-    are), the gradebook, and the exit status: EXIT_USAGE when a submission ended in grader_error."""
+@dataclass(frozen=True)
+class Gradebook:
+    """--csv FILE in the format --gradebook names (grader/batch/gradebook.py), its assignment's
+    column for Canvas."""
+
+    path: Path
+    kind: str = "grader"
+    assignment: str = ""
+
+    def write(self, lines: dict[str, dict[str, Any]], counting: Counting, out: TextIO) -> None:
+        """The gradebook of `lines` (every submission of the results file), and a line saying so."""
+        when = datetime.now().strftime("%Y-%m-%d %H:%M:%S")  # Moodle keeps a grade changed in Moodle after this time
+        left_out = write_csv(self.path, lines, counting, self.kind, self.assignment, when)
+        rows = len(lines) - len(left_out)
+        what = {"grader": ", ".join(CSV_COLUMNS), "canvas": "Canvas's gradebook import", "moodle": "Moodle's offline grading worksheet"}[self.kind]
+        print(f"gradebook: {self.path} ({what}): {rows} rows, every submission of the results file", file=out)
+        if left_out:
+            print(f"  not in it (no {self.kind.title()} student id): {printable(', '.join(left_out))}", file=out)
+
+
+def conclude(
+    done: dict[str, dict[str, Any]],
+    where: str,
+    gradebook: Gradebook | None,
+    out: TextIO,
+    counting: Counting,
+    retry: str = "rerun to retry them",
+    everyone: dict[str, dict[str, Any]] | None = None,
+) -> int:
+    """The end of a batch (and of a merge): the summary of `done`, `where` (what was done, where the
+    results are), the gradebook of `everyone` (the latest line of every id of the results file;
+    `done` when None), and the exit status: EXIT_USAGE when a submission ended in grader_error."""
     print(f"\n{summary(done, counting)}", file=out)
     print(where, file=out)
-    if csv_path:
-        write_csv(csv_path, done, counting)
-        print(f"gradebook: {csv_path} ({', '.join(CSV_COLUMNS)})", file=out)
+    if gradebook:
+        gradebook.write(dict(sorted((everyone if everyone is not None else done).items())), counting, out)
     errors = [i for i, line in done.items() if line["verdict"] == Verdict.GRADER_ERROR]
     if errors:
         print(f"grader_error for {len(errors)} submissions ({printable(', '.join(errors))}): a fault of the grader; {retry}", file=out)

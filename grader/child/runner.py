@@ -175,24 +175,51 @@ def _check_hash(found: str, checked: str) -> None:
         raise RuntimeError("the grader's copy of the submission is not the text it checked (a fault of the grader)")
 
 
-def signature_problem(fn: Callable, expected: list[str]) -> str | None:
-    """Why fn cannot be called as fn(<expected parameters, positionally>), or None if it can.
-    A catch-all *args (a decorator without functools.wraps) accepts them: the call decides."""
+def signature_problem(fn: Callable, expected: list[str], keywords: Any = ()) -> str | None:
+    """Why fn cannot be called as fn(<expected parameters, positionally, those in keywords by name>),
+    or None if it can. A catch-all *args (a decorator without functools.wraps) accepts the
+    positional ones, a **kwargs the keyword ones: the call decides."""
     try:
         parameters = list(inspect.signature(fn).parameters.values())
     except Exception:  # noqa: BLE001 - a builtin, a C callable or an odd object: let the call decide
         return None
+    wanted = [name for name in expected if name not in keywords]
     positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     found = [p.name for p in positional]
     catch_all = any(p.kind == p.VAR_POSITIONAL for p in parameters)
-    named = expected[: len(found)] if catch_all else expected
-    if found[: len(expected)] != named:
-        return f"the parameters must be ({', '.join(expected)}), in this order; found ({', '.join(found)})"
-    extra = [p.name for p in positional[len(expected) :] if p.default is p.empty]
-    extra += [p.name for p in parameters if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
+    named = wanted[: len(found)] if catch_all else wanted
+    shown = ", ".join(name if name not in keywords else f"{name}=..." for name in expected)
+    if found[: len(wanted)] != named:
+        return f"the parameters must be ({shown}), in this order; found ({', '.join(found)})"
+    by_name = {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    if (missing := [name for name in keywords if name not in by_name]) and not any(p.kind == p.VAR_KEYWORD for p in parameters):
+        return f"the parameters must be ({shown}): {', '.join(missing)} must be accepted by name; found ({', '.join(p.name for p in parameters)})"
+    extra = [p.name for p in positional[len(wanted) :] if p.default is p.empty and p.name not in keywords]
+    extra += [p.name for p in parameters if p.kind == p.KEYWORD_ONLY and p.default is p.empty and p.name not in keywords]
     if extra:
         return f"extra parameters without a default value: {', '.join(extra)}"
     return None
+
+
+def entry_point_problem(fn: Any, config: dict[str, Any]) -> str | None:
+    """Why the module's entry point cannot be called as the problem calls it, or None: a function
+    with the declared parameters, or (config "method") a class whose constructor takes them and
+    which has that method."""
+    name, method = config["entry_point"], config.get("method")
+    if method is None:
+        if fn is None:
+            return f"the file defines no function named {name}"
+        if not callable(fn):
+            return f"{name} is not a function (it is of type {type(fn).__name__})"
+        return signature_problem(fn, config["parameters"], config.get("keywords", ()))
+    if fn is None:
+        return f"the file defines no class named {name}"
+    if not isinstance(fn, type):
+        return f"{name} is not a class (it is of type {type(fn).__name__}): define class {name} with a method {method}"
+    if not callable(inspect.getattr_static(fn, method, None)):
+        return f"the class {name} has no method {method}"
+    problem = signature_problem(fn, config["parameters"], config.get("keywords", ()))
+    return f"{name}(...): {problem}" if problem else None
 
 
 def _class_name(kind: type) -> str:
@@ -260,49 +287,85 @@ def _no_label(what: str) -> None:
 
 
 def run_case(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Tensor], submission: str, label: Labeller = _no_label) -> tuple[dict, dict]:
-    """Both calls of one case, and what they returned (the guard's findings are added by main).
-    label(what) is called before each call (label_output in the child)."""
+    """The calls of one case, and what they returned (the guard's findings are added by main): a
+    function's plain call and gradient call, or a class constructed and its method called step by
+    step. label(what) is called before each call (label_output in the child)."""
     try:
+        if "method" in header:
+            return _run_steps(fn, header, tensors, submission, label)
         return _run_calls(fn, header, tensors, submission, label)
     except BaseException as error:  # noqa: BLE001 - reading what the submission returned failed
         return {"kind": "result", "name": header["name"], "phase": "forward"} | _error_report(error, submission), {}
 
 
+def _arguments(call: list[list[Any]], tensor: Callable[[str], torch.Tensor], keywords: Any = (), step: int | None = None) -> tuple[list[Any], dict[str, Any]]:
+    """A call's positional and keyword arguments from its entries (grader/case.py): [name, "tensor"],
+    [name, "tensors", count] (a list of tensors), or [name, value] (a list value is a tuple of
+    floats); tensor(wire name) gives each tensor."""
+    positional: list[Any] = []
+    named: dict[str, Any] = {}
+    for entry in call:
+        name, kind = entry[0], entry[1]
+        if kind == "tensor":
+            value: Any = tensor(wire.tensor_name(name, step=step))
+        elif kind == "tensors":
+            value = [tensor(wire.tensor_name(name, index, step)) for index in range(entry[2])]
+        else:
+            value = tuple(kind) if isinstance(kind, list) else kind
+        if name in keywords:
+            named[name] = value
+        else:
+            positional.append(value)
+    return positional, named
+
+
+def _wire_names(call: list[list[Any]], step: int | None = None) -> list[str]:
+    """The wire names of a call's tensor arguments, in call order."""
+    names = []
+    for entry in call:
+        if entry[1] == "tensor":
+            names.append(wire.tensor_name(entry[0], step=step))
+        elif entry[1] == "tensors":
+            names += [wire.tensor_name(entry[0], index, step) for index in range(entry[2])]
+    return names
+
+
 def _run_calls(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Tensor], submission: str, label: Labeller = _no_label) -> tuple[dict, dict]:
     call, differentiable = header["call"], header["differentiable"]  # [name, "tensor" or a scalar's value] in call order; gradient inputs
-    returns, count = header["returns"], header["outputs"]  # "tensor" or "tuple"; how many outputs
+    returns, count = header["returns"], header["outputs"]  # "tensor", "tuple" or "none"; how many outputs
+    keywords = header.get("keywords", ())
     upstream = [tensors[f"upstream_{i}"] for i in range(count)] if differentiable else []
     reply: dict[str, Any] = {"kind": "result", "name": header["name"]}
     sent: dict[str, torch.Tensor] = {}
-
-    def arguments(tensor: Callable[[str], torch.Tensor]) -> list[Any]:
-        return [tensor(name) if kind == "tensor" else kind for name, kind in call]
+    names = _wire_names(call)
 
     # 1. The plain call, on copies; they are copied again as soon as it returns, so that a change
     # is seen even if the gradient call puts them back.
-    args = {name: tensors[name].clone() for name, kind in call if kind == "tensor"}
+    args = {name: tensors[name].clone() for name in names}
     label(f"{header['name']} forward")
     start = time.perf_counter()
     try:
-        out = fn(*arguments(args.__getitem__))
+        positional, named = _arguments(call, args.__getitem__, keywords)
+        out = fn(*positional, **named)
     except BaseException as error:  # noqa: BLE001 - every failure of the submission is reported
         return reply | {"phase": "forward"} | _error_report(error, submission), {}
     reply["seconds"] = time.perf_counter() - start
-    after = {f"after_{name}": tensor.clone() for name, tensor in args.items()}
+    after = {wire.after_name(name): tensor.clone() for name, tensor in args.items()}
     if returns == "tensor":
         reply["output"], sent = describe_output(out)
-    else:
+    elif returns == "tuple":
         reply["output"], reply["parts"], sent = describe_tuple(out, count)
     sent |= after
 
     # 2. The gradient call: fresh leaves, the grader's upstream gradients.
-    names = ["output"] if returns == "tensor" else [f"output_{i}" for i in range(count)]
-    if not differentiable or any(name not in sent or tuple(sent[name].shape) != tuple(u.shape) for name, u in zip(names, upstream, strict=True)):
+    outputs = ["output"] if returns == "tensor" else [f"output_{i}" for i in range(count)]
+    if not differentiable or any(name not in sent or tuple(sent[name].shape) != tuple(u.shape) for name, u in zip(outputs, upstream, strict=True)):
         return reply, sent
-    leaves = {name: tensors[name].clone().requires_grad_(name in differentiable) for name, kind in call if kind == "tensor"}
+    leaves = {name: tensors[name].clone().requires_grad_(name in differentiable) for name in names}
     label(f"{header['name']} gradient")
     try:
-        out = fn(*arguments(leaves.__getitem__))
+        positional, named = _arguments(call, leaves.__getitem__, keywords)
+        out = fn(*positional, **named)
         outs = (out,) if returns == "tensor" else tuple(tuple.__getitem__(out, i) for i in range(tuple.__len__(out))) if isinstance(out, tuple) else ()
         if len(outs) == count and all(isinstance(o, torch.Tensor) for o in outs) and any(o.requires_grad for o in outs):
             wrt = [leaves[name] for name in differentiable]
@@ -315,6 +378,30 @@ def _run_calls(fn: Callable, header: dict[str, Any], tensors: dict[str, torch.Te
         return reply | {"phase": "gradient"} | _error_report(error, submission), sent
     for name, grad in zip(differentiable, grads, strict=True):
         sent[f"grad_{name}"] = torch.zeros_like(tensors[name]) if grad is None else grad.detach().clone()
+    return reply, sent
+
+
+def _run_steps(cls: Callable, header: dict[str, Any], tensors: dict[str, torch.Tensor], submission: str, label: Labeller = _no_label) -> tuple[dict, dict]:
+    """A class's case: constructed once with the case's arguments (copies), then its method called
+    once per step with that step's arguments (copies); after each step, a copy of every tensor
+    argument, the constructor's and the step's, as the step left it (after_<name>@<step>): the
+    parameters it updates by contract are judged by them, the others must be unchanged."""
+    reply: dict[str, Any] = {"kind": "result", "name": header["name"]}
+    sent: dict[str, torch.Tensor] = {}
+    args = {name: tensors[name].clone() for name in _wire_names(header["call"])}
+    label(f"{header['name']} forward")
+    start = time.perf_counter()
+    try:
+        positional, named = _arguments(header["call"], args.__getitem__, header.get("keywords", ()))
+        instance = cls(*positional, **named)
+        for step, call in enumerate(header["steps"], 1):
+            own = {name: tensors[name].clone() for name in _wire_names(call, step)}
+            positional, named = _arguments(call, own.__getitem__, (), step)
+            getattr(instance, header["method"])(*positional, **named)
+            sent |= {wire.after_name(name, step): tensor.clone() for name, tensor in (args | own).items()}
+    except BaseException as error:  # noqa: BLE001 - every failure of the submission is reported
+        return reply | {"phase": "forward"} | _error_report(error, submission), {}
+    reply["seconds"] = time.perf_counter() - start
     return reply, sent
 
 
@@ -482,12 +569,7 @@ def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.Buffe
         write_frame(results, {"kind": "import_failed"} | _error_report(failed, submission))
         return
     fn = getattr(module, config["entry_point"], None)
-    if fn is None:
-        problem = f"the file defines no function named {config['entry_point']}"
-    elif not callable(fn):
-        problem = f"{config['entry_point']} is not a function (it is of type {type(fn).__name__})"
-    else:
-        problem = signature_problem(fn, config["parameters"])
+    problem = entry_point_problem(fn, config)
     if problem:
         write_frame(results, {"kind": "invalid", "message": problem})
         return

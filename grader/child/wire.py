@@ -45,6 +45,17 @@ OUTPUT_LABEL = b"\x1e\x1emlm-grader-call "
 # forbidden use all the same. No code of a submission's can end the process with a status of its choosing.
 EXIT_REFUSED_UNTOLD = 86
 
+def tensor_name(name: str, index: int | None = None, step: int | None = None) -> str:
+    """How a case's tensor argument is named in a frame (grader/case.py says it in words): name, or
+    name.i for the i-th tensor of a list argument, after "k:" for an argument of a class's step k."""
+    return f"{'' if step is None else f'{step}:'}{name}{'' if index is None else f'.{index}'}"
+
+
+def after_name(wire_name: str, step: int | None = None) -> str:
+    """The name of what the child sends back of a tensor argument after the call (after step `step`)."""
+    return f"after_{wire_name}{'' if step is None else f'@{step}'}"
+
+
 MAX_HEADER_BYTES = 1 << 20
 MAX_FRAME_BYTES = 1 << 30
 MAX_DIMENSIONS = 8

@@ -50,7 +50,7 @@ def render(report: Report, fmt: str, spec: Spec | None, options: Options) -> str
         raise ValueError("without a spec only a grader_error report can be rendered")
     scoring = spec.scoring if spec is not None else Scoring()
     if fmt == "text":
-        return render_text(report, spec, verbose=options.verbose, staff=options.staff)
+        return render_text(report, spec, verbose=options.verbose, staff=options.staff, points=options.points)
     if fmt == "json":
         return render_json(report, staff=options.staff)
     if fmt == "gradescope":

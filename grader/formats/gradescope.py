@@ -46,6 +46,7 @@ def _output(report: Report, line: str, hidden_visibility: str) -> str:
     else:
         message = report.message if hidden_visibility == "visible" else submission_message(report, HIDDEN_TEST_SHOWN[hidden_visibility])
         parts.append(_fenced(message))
+        parts += [f"**Note:** {note}" for note in report.notes]
         parts += [f"**Diagnosis:** {sentence}" for sentence in report.diagnosis]
         parts += [f"**Hint:** {hint}" for hint in report.hints]
     return "\n\n".join(parts)

@@ -127,6 +127,27 @@ def marks(report: Report, scoring: Scoring, points: float = DEFAULT_POINTS) -> M
     return Marks(earned, available, total, maximum)
 
 
+def shown_points(value: float) -> str:
+    """Points as a gradebook shows them: hundredths, without trailing zeros (100, 12.5, 0.33)."""
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def points_line(report: Report, scoring: Scoring, points: float) -> str:
+    """The points a report earns, out of the maximum, with the rule that gave them: what a student
+    reads first (`0 / 10 (all or nothing: every case must pass; 13 of 52 cases passed)`), counted by
+    marks() as every platform format and the batch's gradebook count them."""
+    result = marks(report, scoring, points)
+    line = f"{shown_points(result.total)} / {shown_points(result.maximum)}"
+    passed = sum(c.passed for c in report.cases)
+    if not result.available:
+        return line + " (no case was judged: the submission was rejected as a whole)"
+    if report.verdict == Verdict.ACCEPTED:
+        return line + f" (all {len(report.cases)} cases passed)"
+    if scoring.mode == "all_or_nothing":
+        return line + f" (all or nothing: every case must pass; {passed} of {len(report.cases)} cases passed)"
+    return line + f" (per case: {passed} of {len(report.cases)} cases passed)"
+
+
 def summary(report: Report, scoring: Scoring, result: Marks) -> str:
     """One line: the verdict, the cases passed and the points, with the rule that gave them."""
     line = f"{TITLES[report.verdict]}"

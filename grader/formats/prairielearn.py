@@ -73,7 +73,14 @@ def to_prairielearn(report: Report, scoring: Scoring, points: float = DEFAULT_PO
         "gradable": gradable,
         "score": result.total / result.maximum,
         "message": line,
-        "output": "\n\n".join([message, *(f"Diagnosis: {sentence}" for sentence in report.diagnosis), *(f"Hint: {hint}" for hint in report.hints)]),
+        "output": "\n\n".join(
+            [
+                message,
+                *(f"Note: {note}" for note in report.notes),
+                *(f"Diagnosis: {sentence}" for sentence in report.diagnosis),
+                *(f"Hint: {hint}" for hint in report.hints),
+            ]
+        ),
         "tests": tests,
         "verdict": report.verdict.value,
         "seed_id": report.seed_id,

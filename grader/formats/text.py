@@ -3,7 +3,7 @@
 import textwrap
 from collections.abc import Callable
 
-from grader.formats.points import rejected_as_a_whole
+from grader.formats.points import points_line, rejected_as_a_whole
 from grader.formats.safe import printable
 from grader.results import CaseResult, Check, Report, Verdict, deciding_case
 from grader.spec import Spec
@@ -66,11 +66,13 @@ def _messages(report: Report, failed: list[CaseResult], verbose: bool) -> list[s
 
 
 def _tolerance(case: CaseResult, spec: Spec | None) -> float | None:
-    """The tolerance the row's error is held to: the gradient's when the gradient check failed."""
-    if spec is None or case.family not in spec.families or case.dtype not in spec.tolerance:
+    """The tolerance the row's error is held to: the one the judge compared it with, else (a row
+    without an error) the first output's, or the gradient's when the gradient check failed."""
+    if case.tolerance is not None:
+        return case.tolerance
+    if spec is None or case.family not in spec.families or case.dtype not in spec.tolerances:
         return None
-    values, gradient = spec.tolerances(case.family, case.dtype)
-    return gradient if case.check == Check.GRADIENT else values
+    return spec.tolerance(case.family, case.dtype, gradient=case.check == Check.GRADIENT)
 
 
 def _printed(name: str, text: str, kept_bytes: int | None) -> list[str]:
@@ -100,21 +102,52 @@ def _withheld(report: Report) -> list[str]:
     return lines
 
 
-def render_text(report: Report, spec: Spec | None, verbose: bool = False, staff: bool = False) -> str:
-    """The human report; staff=True adds what the candidate's report withholds (CaseResult.withhold).
-    spec None: the spec could not be read (a grader_error): no tolerances are shown."""
+def _headed_lines(label: str, sentences: list[str]) -> list[str]:
+    """`Label:     sentence`, each sentence wrapped, its later lines indented under the first."""
+    lines = []
+    for i, sentence in enumerate(sentences):
+        wrapped = textwrap.wrap(sentence, DIAGNOSIS_WIDTH, break_on_hyphens=False) or [""]
+        lines += [(f"{label + ':':12}" if i == 0 else " " * 12) + wrapped[0], *(" " * 12 + line for line in wrapped[1:])]
+    return lines
+
+
+def _what_failed(report: Report, whole: bool, ran: bool, verbose: bool) -> list[str]:
+    """The verdict's message, the other failing cases' messages and the hints."""
+    public_passed = report.public_only and report.verdict == Verdict.ACCEPTED
+    if report.verdict == Verdict.ACCEPTED:
+        return [] if public_passed else [report.message]
+    lines = [report.message]
+    failed = [c for c in report.cases if not c.passed and c.status != "not_run"]
+    if failed and (ran or not whole):  # a start-up failure's message is the verdict's alone
+        lines += _messages(report, failed, verbose)
+    for hint in report.hints:
+        lines += ["", "Hint: " + hint]
+    return lines
+
+
+def render_text(report: Report, spec: Spec | None, verbose: bool = False, staff: bool = False, points: float | None = None, isolation: bool = False) -> str:
+    """The human report, what a student reads first at the top: the verdict, the points out of
+    `points` (counted as every platform format counts them; none for a public run or a grader
+    fault), how the submission was read, the diagnosis, then what failed, then the table of cases.
+    staff=True adds what the candidate's report withholds (CaseResult.withhold) and how the
+    submission was walled in (isolation=True: that alone, for the candidate's own kit, whose run is
+    theirs). spec None: the spec could not be read (a grader_error): no tolerances are shown."""
     lines = [f"Submission: {report.submission}", _verdict_line(report)]
     whole = rejected_as_a_whole(report)
     ran = any(c.seconds is not None or c.check for c in report.cases)
+    if points is not None and spec is not None and not report.public_only and report.verdict != Verdict.GRADER_ERROR:
+        lines.append(f"Points:     {points_line(report, spec.scoring, points)}")
+    elif report.cases and not whole:
+        lines.append(f"Score:      {sum(c.passed for c in report.cases)}/{len(report.cases)} cases")
     if report.cases and whole and ran:  # a forbidden use during a case
         lines.append(f"Cases:      not listed ({len(report.cases)} cases): a forbidden use decides the whole run")
     elif report.cases and whole:  # a start-up failure: no row would say more than "not run"
         lines.append(f"Cases:      none run ({len(report.cases)} cases): the submission failed before the first case")
-    elif report.cases:
-        lines.append(f"Score:      {sum(c.passed for c in report.cases)}/{len(report.cases)} cases")
-    for i, sentence in enumerate(report.diagnosis):
-        wrapped = textwrap.wrap(sentence, DIAGNOSIS_WIDTH, break_on_hyphens=False) or [""]
-        lines += [("Diagnosis:  " if i == 0 else "            ") + wrapped[0], *("            " + line for line in wrapped[1:])]
+    lines += _headed_lines("Note", report.notes)
+    lines += _headed_lines("Diagnosis", report.diagnosis)
+    said = _what_failed(report, whole, ran, verbose)
+    if said:
+        lines += ["", *said]
     lines.append("")
     if report.cases and not whole:
         header = f"{'case':34} {'family':16} {'dtype':7} {'shape':32} {'result':23} {ERROR_COLUMN:>21} {'tolerance':>9} {'time':>6}"
@@ -124,24 +157,16 @@ def render_text(report: Report, spec: Spec | None, verbose: bool = False, staff:
             error, tolerance = _number(c.max_rel), _number(_tolerance(c, spec))
             lines.append(f"{c.name:34} {c.family:16} {c.dtype:7} {c.shape:32} {result:23} {error:>21} {tolerance:>9} {_seconds(c.shown_seconds(staff)):>6}")
         lines.append("")
-    public_passed = report.public_only and report.verdict == Verdict.ACCEPTED
-    if report.verdict != Verdict.ACCEPTED:
-        lines.append(report.message)
-        failed = [c for c in report.cases if not c.passed and c.status != "not_run"]
-        if failed and (ran or not whole):  # a start-up failure's message is the verdict's alone
-            lines += _messages(report, failed, verbose)
-        for hint in report.hints:
-            lines += ["", "Hint: " + hint]
-    elif not public_passed:
-        lines.append(report.message)
     if staff:
         lines += _withheld(report)
-    for name, text, whole in (("stdout", report.stdout, report.staff_stdout), ("stderr", report.stderr, report.staff_stderr)):
-        text = whole if staff and whole is not None else text
+    for name, text, whole_text in (("stdout", report.stdout, report.staff_stdout), ("stderr", report.stderr, report.staff_stderr)):
+        text = whole_text if staff and whole_text is not None else text
         if text.strip():
             lines += _printed(name, text, spec.limits.output_bytes if spec else None)
-    lines += ["", f"seed {report.seed_id}, isolation: {report.isolation}, {report.seconds:.1f}s"]
-    if public_passed:  # the last word: a pass of the public cases is not a verdict
+    # How the child was walled in is for staff: a student reads the seed's public id and the time.
+    walls = f", isolation: {report.isolation}" if staff or isolation else ""
+    lines += ["", f"seed {report.seed_id}{walls}, {report.seconds:.1f}s"]
+    if report.public_only and report.verdict == Verdict.ACCEPTED:  # the last word: a pass of the public cases is not a verdict
         lines += ["", report.message]
     elif report.public_only:
         lines += ["", "public cases only; hidden cases not run"]

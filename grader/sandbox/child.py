@@ -127,6 +127,8 @@ class Child:
             "submission": submission,
             "entry_point": spec.entry_point,
             "parameters": list(spec.parameter_names),
+            "keywords": [p.name for p in spec.parameters if p.keyword],
+            **({"method": spec.method} if spec.method else {}),
             "gradient": bool(spec.gradient_wrt),  # the warm-up takes a gradient only where the cases do
             "rules": spec.rules.child_config(),  # what the submission may use: the capability layer's and the guard's lists
         }

@@ -3,12 +3,14 @@
 The server is grader/child/server.py behind bubblewrap; here, on the grader's side, each child gets
 its own pipes, box uid and cgroup, is put in the cgroup before it is sent the start frame, and is
 watched and killed as a single child is. Used only where every wall of a single child holds
-(zygote_problem); a server that dies is started again and its gradings given children of their own.
-The design: docs/isolation.md, "The warm pool"; what it holds against: docs/threat-model.md.
+(zygote_problem); a server that dies is started again and its gradings given children of their own,
+and one that could not start is tried again RETRY_SECONDS later; each time, a warning on the logger
+"grader.pool". The design: docs/isolation.md, "The warm pool"; what it holds against: docs/threat-model.md.
 """
 
 import fcntl
 import json
+import logging
 import os
 import queue
 import secrets
@@ -39,6 +41,8 @@ START_SECONDS = 180  # importing torch and warming the guard, on a loaded machin
 SPAWN_SECONDS = 60  # a fork and a few system calls; generous for a loaded machine
 FIND_SECONDS = 10
 SERVER_LOG_BYTES = 16384
+RETRY_SECONDS = 30  # a server that could not start is tried again, at the next spawn, this long after
+log = logging.getLogger("grader.pool")
 
 
 class ZygoteError(Exception):
@@ -123,8 +127,11 @@ class Zygote:
         self._replies: dict[str, queue.Queue] = {}  # spawn token -> where its messages go
         self.server: subprocess.Popen | None = None
         self.generation = 0  # how many servers were started: a child knows which one holds it
+        self.restarts = 0  # servers started again, after one ended or could not start
         self.log = CappedBuffer(SERVER_LOG_BYTES)
         self.broken = ""  # why the server cannot be started: every child is then a child of its own
+        self._broken_at = 0.0  # when it was found broken (time.monotonic())
+        self._closed = False
         self._workdir = tempfile.TemporaryDirectory(prefix="mlm-grader-pool-")
         copy_child_package(Path(self._workdir.name) / "kit")
         # Every server is started from this one thread, which lives as long as the pool: bubblewrap's
@@ -171,7 +178,7 @@ class Zygote:
                 start_new_session=True,
             )
         except (OSError, IsolationUnavailable) as error:  # every spawn then says why, and grades with a child of its own
-            self.broken = f"the pool's server could not be started: {error}"
+            self._mark_broken(f"the pool's server could not be started: {error}")
             self.control.close()
             if self.server_box is not None:
                 self.server_box.release()
@@ -185,22 +192,48 @@ class Zygote:
         self.server_pid = 0  # known once the server is ready (_wait_ready)
         threading.Thread(target=self._read_control, args=(self.control, self._ready, self.generation, self.server), daemon=True).start()
 
+    def _mark_broken(self, why: str) -> None:
+        self.broken, self._broken_at = why, time.monotonic()
+        log.warning("warm pool: %s; submissions are graded in sandboxed children of their own (slower) until it starts", why)
+
+    def _start_again(self, why: str) -> None:
+        """Under the lock: a new server in place of one that ended or could not start."""
+        self.restarts += 1
+        log.warning("warm pool: %s; starting a new server (restart %d)", why, self.restarts)
+        self._stop_server()
+        self.broken = ""
+        self._start()
+
+    def wait_ready(self) -> str:
+        """Wait until the server is ready (started again if it died): "" then, else why it cannot be."""
+        try:
+            with self._lock:
+                self._wait_ready()
+        except ZygoteError as error:
+            return str(error)
+        return ""
+
     def _wait_ready(self) -> None:
         """Under the lock: the server is ready, started again if it died; ZygoteError if it cannot be."""
-        if self.broken:
+        if self.broken and (self._closed or time.monotonic() - self._broken_at < RETRY_SECONDS):
             raise ZygoteError(self.broken)
-        if self.server_pid and self.alive():
+        if self.broken:
+            self._start_again(f"trying again to start the server ({self.broken})")
+            if self.broken:
+                raise ZygoteError(self.broken)
+        elif self.server_pid and self.alive():
             return
-        if self.server_pid:  # it was ready once and has died since: a new one
-            self._stop_server()
-            self._start()
+        elif self.server_pid:  # it was ready once and has died since: a new one
+            self._start_again(f"the server ended (status {self.server.returncode if self.server else None})")
+            if self.broken:
+                raise ZygoteError(self.broken)
         try:
             message = self._ready.get(timeout=START_SECONDS)
         except queue.Empty:
             message = {"kind": "server_gone"}
         if message.get("kind") != "ready":
             self._stop_server()
-            self.broken = f"the pool's server did not start: {self.log.text()[-2000:] or 'no output'}"
+            self._mark_broken(f"the pool's server did not start: {self.log.text()[-2000:] or 'no output'}")
             raise ZygoteError(self.broken)
         # bubblewrap's init is pid 1 of its namespace and the server pid 2
         init = _wait_for("server's init", lambda: _find([self.server.pid], 1, 1))
@@ -275,6 +308,7 @@ class Zygote:
         with self._lock:
             self._stop_server()
             self.broken = "the warm pool was closed"  # a grading that asks it for a child after this gets a child of its own
+            self._closed = True
         self._starter.shutdown()
         self._workdir.cleanup()
 

@@ -13,7 +13,11 @@ Then, each a check that --only can pick:
 - prairielearn: deploy/prairielearn/run as the image's entrypoint on a fake /grade tree, the same way;
 - shards: the Kubernetes Job's pod command (deploy/kubernetes/grade-class.yaml) for every index in
   the image, with the manifest's capabilities, the shard files merged by `python -m grader merge`
-  and compared with one local batch.
+  and compared with one local batch;
+- service: the grading service's pod (deploy/kubernetes/grading-service.yaml: its arguments, the
+  Job's walls, the seed and the token in its environment) in the image, its port published on
+  127.0.0.1: ready, a correct and a wrong file graded through grader.client under uid isolation,
+  no secret in an answer, a request without the token refused, and SIGTERM ending it.
 The platform and shard checks run the documentation's own command lines (they must appear in
 docs/platforms.md or docs/deployment.md word for word), with their variables (SOLUTION, ZIP,
 AUTOGRADER, GRADE, CLASS) set to test folders.
@@ -25,11 +29,13 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import httpx
 import jsonschema
 import yaml
 
@@ -37,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from deploy import image  # noqa: E402 - the same build as `make image OFFLINE=1`
+from grader.client import Client  # noqa: E402 - the service's client, as a pipeline uses it
 from tests.test_formats import GRADESCOPE_SCHEMA, PRAIRIELEARN_SCHEMA  # noqa: E402 - the schemas the format tests use
 
 BUILD = ROOT / "build"
@@ -45,6 +52,7 @@ RUNNER_IMAGE = "localhost/mlm-grader-runner:test"
 SUBMISSIONS = ROOT / "reference" / "mlm_forward_tied" / "submissions"
 DOCS = (ROOT / "docs" / "platforms.md", ROOT / "docs" / "deployment.md")  # the pages that show the command lines
 JOB = ROOT / "deploy" / "kubernetes" / "grade-class.yaml"
+DEPLOYMENT = ROOT / "deploy" / "kubernetes" / "grading-service.yaml"
 EXPECTED = {
     "accepted/plain_helpers.py": "accepted",
     "wrong_answer/causal_mask.py": "wrong_answer",
@@ -57,7 +65,8 @@ EXPECTED = {
     "wrong_answer/hostile_fork_many.py": "wrong_answer",
 }
 SECRET = "container-secret-31415"
-CHECKS = ("grader", "docker", "gradescope", "prairielearn", "shards", "batch")
+TOKEN = "container-token-27182"
+CHECKS = ("grader", "docker", "gradescope", "prairielearn", "shards", "batch", "service")
 CORRECT, WRONG = "accepted/plain_helpers.py", "wrong_answer/causal_mask.py"
 CLASS = [CORRECT, "accepted/einsum_everywhere.py", "accepted/loops_over_heads.py", WRONG, "wrong_answer/detached_head.py", "wrong_answer/eps_wrong_value.py"]
 POINTS = 10  # GRADER_OPTIONS='--points 10', as docs/platforms.md shows
@@ -213,6 +222,44 @@ def check_shards(work: Path, failures: list[str]) -> None:
     verdict_line("kubernetes shards merged", ok, f"{what} one local batch: {merged if merged != alone else ''}".rstrip(": "), failures)
 
 
+def check_service(work: Path, failures: list[str]) -> None:
+    deployment = next(doc for doc in yaml.safe_load_all(DEPLOYMENT.read_text()) if doc and doc["kind"] == "Deployment")
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == IMAGE, f"the Deployment runs {container['image']}, the test builds {IMAGE}"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    name = f"mlm-grader-service-test-{os.getpid()}"
+    walls = WALLS.replace("--network none ", "").split()  # the pod's walls, its port published on loopback only
+    env = {**os.environ, "MLM_GRADER_SEED": SECRET, "MLM_GRADER_TOKEN": TOKEN}
+    command = ["podman", "run", "-d", "--name", name, *walls, "--memory", "6g", "-e", "MLM_GRADER_SEED", "-e", "MLM_GRADER_TOKEN"]
+    command += ["-p", f"127.0.0.1:{port}:{container['ports'][0]['containerPort']}", IMAGE, *container["args"]]
+    started = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    if started.returncode != 0:
+        failures.append(f"the service's container did not start: {started.stderr[-2000:]}")
+        return
+    url = f"http://127.0.0.1:{port}"
+    try:
+        with Client(url, token=TOKEN) as client:
+            deadline = time.monotonic() + 300
+            while not client.ready() and time.monotonic() < deadline:
+                time.sleep(1)
+            reports = [client.grade((SUBMISSIONS / relative).read_text()) for relative in (CORRECT, WRONG)]
+        without_token = httpx.post(f"{url}/v1/grade", json={"source": "x = 1"}).status_code
+        texts = json.dumps([r.to_response() for r in reports])
+        ok = [r.verdict for r in reports] == ["accepted", "wrong_answer"] and all(r.isolation.startswith("uid") for r in reports)
+        ok = ok and without_token == 401 and SECRET not in texts and TOKEN not in texts
+        what = f"{[str(r.verdict) for r in reports]} under {reports[0].isolation.split(' ')[0]}, 401 without the token"
+    except Exception as error:  # noqa: BLE001 - told as this check's failure, with the container's log
+        ok, what = False, f"{type(error).__name__}: {error}"
+    finally:  # SIGTERM, as Kubernetes stops a pod; then what it logged, and the container removed
+        stopped = subprocess.run(["podman", "stop", "-t", "60", name], capture_output=True, text=True, timeout=120)
+        logs = subprocess.run(["podman", "logs", name], capture_output=True, text=True).stderr
+        subprocess.run(["podman", "rm", "-f", name], capture_output=True, text=True, timeout=120)
+    ok = ok and stopped.returncode == 0 and SECRET not in logs and TOKEN not in logs and "every request accepted was answered" in logs
+    verdict_line("the grading service's pod", ok, what + ("" if ok else f"\n{logs[-3000:]}"), failures)
+
+
 def walls_alone(relative: str) -> list[str]:
     """Hostile files are graded as plain Python (--unrestricted: no static check, no capability
     layer), so the container's walls face them (the static check alone would refuse them all: see
@@ -287,7 +334,8 @@ def main(argv: list[str] | None = None) -> int:
     if "docker" in checks:
         check_docker_backend(failures)
     work = BUILD / "container-test"
-    for name, run in (("gradescope", check_gradescope), ("prairielearn", check_prairielearn), ("shards", check_shards), ("batch", check_batch)):
+    checks_of = (("gradescope", check_gradescope), ("prairielearn", check_prairielearn), ("shards", check_shards), ("batch", check_batch))
+    for name, run in (*checks_of, ("service", check_service)):
         if name in checks:
             run(fresh(work / name), failures)
     print(f"container test ({', '.join(checks)}) took {time.monotonic() - started:.0f}s")

@@ -1,0 +1,1 @@
+"""AdamW by hand: the hidden side of the package (reference, oracle, generator, examples)."""

@@ -1,0 +1,20 @@
+"""Wrong: the weight decay applied after the update (to the updated parameter), not before it."""
+
+import torch
+
+
+class AdamW:
+    def __init__(self, params, lr, betas, eps, weight_decay):
+        self.params, self.lr, self.betas, self.eps, self.wd = params, lr, betas, eps, weight_decay
+        self.m = [torch.zeros_like(p) for p in params]
+        self.v = [torch.zeros_like(p) for p in params]
+        self.t = 0
+
+    def step(self, grads):
+        self.t += 1
+        b1, b2 = self.betas
+        for p, g, m, v in zip(self.params, grads, self.m, self.v):
+            m.mul_(b1).add_((1 - b1) * g)
+            v.mul_(b2).add_((1 - b2) * g * g)
+            p.sub_(self.lr * (m / (1 - b1**self.t)) / ((v / (1 - b2**self.t)).sqrt() + self.eps))
+            p.mul_(1 - self.lr * self.wd)

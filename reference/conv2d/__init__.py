@@ -1,0 +1,1 @@
+"""2-D convolution by hand: the hidden side of the package (reference, oracle, generator, examples)."""

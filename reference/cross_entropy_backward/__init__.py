@@ -1,0 +1,1 @@
+"""Cross-entropy forward and backward by hand: the hidden side of the package (reference, oracle, generator, examples)."""

@@ -1,0 +1,1 @@
+"""rotary-embedding: the hidden side of the package (reference, oracle, generator, examples)."""

@@ -1,0 +1,1 @@
+"""Symmetric eigendecomposition by hand: the hidden side of the package (reference, oracle, generator, examples)."""

@@ -1,0 +1,1 @@
+"""template-id: the hidden side of the package (reference, oracle, generator, examples)."""
