@@ -3,14 +3,18 @@
 
 The example is the checkout's template/ folder (an RMS normalisation), copied to problem/<id>/ and
 reference/<module>/ with its names replaced: template-id by the id, template_module by the module
-(the id with "-" written "_"), template_entry_point by the entry point (the module's name too).
+(the id with "-" written "_"), template_entry_point by the entry point (the module's name too), and
+the statement's rules block made from the package's [rules] (what `python -m grader rules --markdown`
+prints for it).
 """
 
 import argparse
 import re
 import sys
+import tomllib
 from pathlib import Path
 
+from grader.rules import narrowed
 from grader.spec import PROBLEMS, ROOT, problem_ids
 
 TEMPLATE = ROOT / "template"
@@ -40,6 +44,9 @@ def package_files(problem: str) -> dict[Path, str]:
                 for name, value in replacements.items():
                     text = text.replace(name, value)
                 found[target / path.relative_to(TEMPLATE / side)] = text
+    rules = narrowed(tomllib.loads(found[PROBLEMS / problem / "problem.toml"]).get("rules", {}), gradient=True)
+    statement = PROBLEMS / problem / "README.md"
+    found[statement] = found[statement].replace("template_rules_block", rules.markdown())
     return found
 
 

@@ -200,7 +200,7 @@ def test_armed_guard_lets_honest_work_through_and_walls_off_threads_at_the_kerne
         """
     )
     assert seen["honest"] == "[]"
-    assert seen["stderr"] == ""  # and the process ends quietly, the profile function removed at exit
+    assert seen["stderr"] == ""  # and the process ends quietly
     assert found == ["the runtime guard was tampered with (sys.modules._thread was replaced)"]
     assert seen["os refuses threads"] == "True"
     assert seen["fresh thread"] == "RuntimeError: can't start new thread"

@@ -30,7 +30,7 @@ wire.load_tensor_modules()  # now, while sys.modules holds the real numpy and to
 
 # What torch imports on the first use of some allowed functions (a decomposition's dynamo guard:
 # torch.addr under torch.vmap; torch.broadcast_shapes): 1.5 s quiet and hundreds of modules, which
-# under the profile function and a loaded machine took a first case past its time limit. The pool's
+# on a loaded machine took a first case past its time limit. The pool's
 # server imports them before it forks (they start no thread); a single child, which grades one
 # file, does not pay for them unless its file calls for them.
 LAZY_TORCH_MODULES = ("torch._dynamo", "torch.fx.experimental.symbolic_shapes")
