@@ -315,6 +315,22 @@ def test_a_class_pattern_capture_is_checked_before_its_body():
             "Cube.apply(v, 3.0).sum().backward()\ny = v.grad.tolist()",
             "y == [3.0, 3.0]",
         ),  # fmt: skip
+        # an object made by a class the lists name is the file's to hold: a context manager kept in a name
+        ("guard = torch.no_grad()\nwith guard:\n    y = (x * 2).requires_grad", "y is False"),
+        ("import functools\nscale = functools.partial(torch.mul, other=2.0)\ny = scale(x).sum().item() == 2 * x.sum().item()", "y"),
+        # a layer class called as a function, with a repr; a slots dataclass, frozen or not
+        (
+            "class Layer:\n    def __init__(self, w):\n        self.w = w\n    def __call__(self, v):\n        return v * self.w\n"
+            "    def __repr__(self):\n        return f'Layer({self.w})'\ny = (Layer(3)(2), repr(Layer(1)))",
+            "y == (6, 'Layer(1)')",
+        ),  # fmt: skip
+        (
+            "import dataclasses\n@dataclasses.dataclass(slots=True, frozen=True)\nclass Cfg:\n    heads: int\n    eps: float = 1e-5\n"
+            "@dataclasses.dataclass(slots=True)\nclass State:\n    n: int = 0\ns = State()\ns.n += 1\ny = (Cfg(2).heads, s.n)",
+            "y == (2, 1)",
+        ),  # fmt: skip
+        # in-place methods on tensors the file made
+        ("z = torch.zeros(2, 3)\nz.add_(1).mul_(x).gt_(0.5)\ny = z.dtype", "y == torch.float32"),
     ],
 )
 def test_honest_code_runs_unchanged(source, check):

@@ -50,7 +50,7 @@ def test_the_lists_are_small_beside_what_torch_and_numpy_offer():
     listed = [name for name in RULES.functions if name.startswith(("torch.", "numpy."))]
     operators = {name.partition(".")[0] for name in torch._C._dispatch_get_all_op_names()}
     assert len(listed) < len(offered) / 2, (len(listed), len(offered))
-    assert len(RULES.operators) + len(RULES.backward) < len(operators) / 4, (len(RULES.operators), len(operators))
+    assert len(RULES.operators) + len(RULES.backward) < len(operators) / 3, (len(RULES.operators), len(operators))
 
 
 def library_callables() -> list[tuple[object, str, str]]:
@@ -104,6 +104,7 @@ def test_every_listed_name_of_the_pure_python_modules_is_handed_out():
             value = caps.getattr(value, part)
 
 
+@pytest.mark.sandbox  # a process of its own: the command as a user runs it
 @pytest.mark.parametrize("problem", problem_ids())
 def test_the_rules_command_prints_each_problems_lists(problem):
     done = run_grader("rules", "--problem", problem, "--json")
