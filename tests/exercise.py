@@ -129,7 +129,8 @@ CALLS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "torch.addr": lambda t: torch.addr(t["x"], t["v"][:3], t["v"]),
     "torch.cross": lambda t: torch.cross(t["x"][:, :3], t["y"][:, :3], dim=1),
     "torch.block_diag": lambda t: torch.block_diag(t["x"], t["y"]),
-    "torch.cdist": lambda t: torch.cdist(t["x"], t["y"]),
+    # above 25 rows, cdist computes through matmul (aten::_euclidean_dist)
+    "torch.cdist": lambda t: (torch.cdist(t["x"], t["y"]), torch.cdist(t["x"].repeat(10, 1), t["y"].repeat(10, 1))),
     "torch.diff": lambda t: torch.diff(t["x"], dim=1),
     "torch.unique_consecutive": lambda t: torch.unique_consecutive(t["ints"]),
     "torch.finfo": lambda t: torch.finfo(torch.float32),

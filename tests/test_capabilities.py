@@ -198,6 +198,10 @@ def run(source: str, library: dict | None = None) -> tuple[dict, list[str]]:
         ("setattr(torch.Tensor, 'softmax', f)", "a change to torch.Tensor.softmax"),
         ("x.__class__ = int", "a change to the special attribute __class__"),
         ("import typing\ntry:\n    typing.nope\nexcept AttributeError as e:\n    e.obj.sys += 1", "a change to typing.sys"),
+        # an array over a Python object's memory, which torch.Tensor(array) would make writable
+        ("import numpy\na = numpy.ndarray((2,), numpy.float32, buffer=bytes(8))", "a numpy array over the memory of a bytes object"),
+        ("import numpy\nt = torch.Tensor(numpy.ndarray((1,), numpy.float32, buffer=numpy.float32(1.5)))", "over the memory of a float32 object"),
+        ("import numpy\nb = [numpy.ndarray((2,), numpy.uint8, buffer=b'ab')][0]", "a numpy array over the memory of a bytes object"),
     ],
 )
 def test_each_route_is_refused_at_run_time(source, named):
@@ -329,6 +333,11 @@ def test_a_class_pattern_capture_is_checked_before_its_body():
             "@dataclasses.dataclass(slots=True)\nclass State:\n    n: int = 0\ns = State()\ns.n += 1\ny = (Cfg(2).heads, s.n)",
             "y == (2, 1)",
         ),  # fmt: skip
+        # what ordinary code reads of a dtype, a device and a shape
+        (
+            "y = (x.dtype.is_floating_point, x.dtype.itemsize, x.device.type, x.shape.numel(), x.type(torch.float64).dtype)",
+            "y == (True, 4, 'cpu', 6, torch.float64)",
+        ),
         # in-place methods on tensors the file made
         ("z = torch.zeros(2, 3)\nz.add_(1).mul_(x).gt_(0.5)\ny = z.dtype", "y == torch.float32"),
     ],

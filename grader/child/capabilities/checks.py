@@ -417,6 +417,9 @@ class Capabilities:
             if self._raw_memory_class(value):
                 self.refuse(f"{what}, the class {_type_name(value)}, which hands numpy or torch a raw memory address")
             return self.checked_metaclass(value) if issubclass(value, type) else value
+        if verdict == "array":
+            self._own_memory(value, what)
+            return value
         if verdict == "container":
             if kind is _dict and _id(value) in self._module_namespaces():
                 self.refuse(f"{what}, the globals of a module")
@@ -432,6 +435,19 @@ class Capabilities:
         elif verdict:
             self.refuse(f"{what}, {verdict}")
         return self._substitutes.get(_id(value), value)
+
+    def _own_memory(self, array: Any, what: str) -> None:
+        """A numpy array whose memory is numpy's own: at the end of its chain of bases, no Python object
+        (numpy.ndarray(shape, dtype, buffer=some_bytes) shares the memory of an immutable object, and
+        torch.Tensor(array) makes a writable tensor over it) and no tensor (the conversions copy)."""
+        base = array
+        while _isinstance(base, numpy.ndarray):
+            base = base.base
+        if base is not None:
+            self.refuse(
+                f"{what}, a numpy array over the memory of a {_type_name(_type(base))} object, which no array may share: "
+                "make a new array (numpy.array, numpy.zeros) and copy the values into it"
+            )
 
     def _check_contents(self, container: Any, what: str) -> None:
         """Every item of a list, tuple, dict, set or dict view, and of the containers inside it, judged
@@ -510,6 +526,8 @@ class Capabilities:
             return f"an object of the class {_type_name(kind)}, which hands numpy or torch a raw memory address"
         if issubclass(kind, BaseException) or issubclass(kind, DATA):
             return ""  # an exception (torch.linalg.LinAlgError), data (torch.__version__, a str)
+        if issubclass(kind, numpy.ndarray):
+            return "array"  # its memory judged each time (_own_memory)
         if _id(kind) in self.allowed.objects:
             return ""  # made by a class the lists name, which the file may call (torch.no_grad(), functools.partial(...))
         if library_class(kind) and not issubclass(kind, VALUE_CLASSES) and not any(_module_of(k) in VALUE_MODULES for k in _mro_of(kind)):
