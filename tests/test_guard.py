@@ -209,6 +209,20 @@ def test_armed_guard_lets_honest_work_through_and_walls_off_threads_at_the_kerne
 
 
 @pytest.mark.sandbox
+def test_out_is_refused_where_the_file_passes_it_and_torchs_own_out_calls_run():
+    # a resize for out= that fails (4 TiB) leaves the tensor's new size over its 16 bytes
+    g = guard()
+    t = torch.zeros(4)
+    with g.watching():
+        assert torch.allclose(X.mean(-1), X.sum(-1) / 4)  # mean runs sum's out= overload inside torch
+        assert torch.linalg.vector_norm(X, out=None).item() > 0  # out=None is no out=
+        with pytest.raises(ForbiddenAPIError):
+            torch.zeros(1 << 40, out=t)
+        with pytest.raises(ForbiddenAPIError):
+            torch.add(X, 1, out=torch.empty(0))
+    assert t.shape == (4,) and g.found[0].startswith("out= (in a call of zeros)")
+
+
 def test_a_tensor_set_on_a_storage_is_refused_at_the_kernel():
     # a storage the capability layer let through, resized under a tensor set on it, reads past its
     # end; Tensor.set_(storage) does not go through the function mode: set_ is on no list

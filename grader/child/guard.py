@@ -187,6 +187,14 @@ class Guard:
                         "(tensor subclasses with their own __torch_dispatch__ or __torch_function__ are not allowed)"
                     )
 
+    def refuse_out(self, func: Any) -> NoReturn:
+        """out=: torch resizes the tensor given to the result's shape, and a resize that fails (a
+        storage too large to allocate, or one that cannot grow) leaves the new size over the old
+        storage, which whole-tensor kernels then trust: a read and write past it. Refused where the
+        file passes it; torch's own code calls the out= overloads inside allowed functions (mean
+        through sum's), so they stay on the operator list."""
+        self.refuse(f"out= (in a call of {getattr(func, '__name__', 'a torch function')}): use the tensor the function returns instead")
+
     def check_arguments(self, args: tuple, kwargs: dict | None, _type: Any = type, _tensor: Any = _Tensor) -> None:
         """Refuse a tensor subclass with its own __torch_dispatch__ among the arguments (one level
         into lists and tuples, as torch.cat takes them): torch leaves it out of `types` when its
@@ -559,7 +567,7 @@ def _picture(guard: Guard, modules: list[ModuleType]) -> tuple[tuple, tuple, tup
 
 class _FunctionWatch(TorchFunctionMode):
     """Runs on every torch function and Tensor method called while the submission runs: refuses
-    tensor subclasses with handlers of their own (on honest work, a few identity tests)."""
+    tensor subclasses with handlers of their own, and out= (on honest work, a few identity tests)."""
 
     def __init__(self, guard: Guard) -> None:
         super().__init__()
@@ -577,6 +585,8 @@ class _FunctionWatch(TorchFunctionMode):
                 guard.check_arguments(args, None)
                 break
         if kwargs:
+            if kwargs.get("out") is not None:
+                guard.refuse_out(func)
             guard.check_arguments((), kwargs)
         return func(*args, **kwargs) if kwargs else func(*args)
 
