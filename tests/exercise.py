@@ -201,7 +201,7 @@ CALLS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "torch.Tensor.transpose_": lambda t: t["x"].detach().clone().transpose_(0, 1),
     "torch.Tensor.addmm_": lambda t: t["sq"][:3, :3].detach().clone().addmm_(t["x"], t["m"]),
     "torch.Tensor.addmv_": lambda t: t["v"][:3].detach().clone().addmv_(t["x"], t["v"]),
-    "torch.Tensor.addbmm_": lambda t: t["sq"][:3, :3].detach().clone().addbmm_(t["b"], t["b"].mT),
+    "torch.view_as_real": lambda t: torch.view_as_real(torch.complex(t["x"], t["y"])),
     "torch.Tensor.baddbmm_": lambda t: (t["b"] @ t["b"].mT).detach().baddbmm_(t["b"], t["b"].mT),
     "torch.Tensor.addr_": lambda t: t["x"].detach().clone().addr_(t["v"][:3], t["v"]),
 }
