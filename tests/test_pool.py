@@ -311,7 +311,9 @@ def test_a_forbidden_use_at_import_is_the_verdict_and_no_case_runs(spec, prepare
     path.write_text("import torch\n" + line + "\n\n" + HONEST.read_text())
     report = grade(spec, prepared, warm, [path])["at_import"]
     assert report.verdict == "forbidden_api"
-    assert report.message.startswith(f"importing the file used the function torch.softmax (line {2 + caught} of {path.name})"), report.message
+    # the capability layer is off here (the walls alone): the dispatcher names the operator
+    assert report.message.startswith("importing the file used the operator aten::softmax, which is not on this challenge's list"), report.message
+    assert f"(line {2 + caught} of {path.name})" in report.message
     assert all(case.status == "forbidden_api" and case.message.startswith("not run: importing the file") for case in report.cases)
 
 
