@@ -8,7 +8,9 @@ busy machine weighs on both alike.
 - one small tensor operation under the child's guard: the same script's per-operation row marked
   "(the child)", CPU microseconds;
 - a file through a warm pool: bench/throughput.py's grade_all over the accepted examples of the
-  default challenge with one job, the pool warm and the cases prepared, wall seconds per file.
+  default challenge with one job, the pool warm and the cases prepared, wall seconds per file;
+- one `python -m grader FILE` of an accepted example, start to end (a single child of its own),
+  wall seconds.
 
 Each ratio is after / before within a round; the median of the rounds is printed, with the range.
 Usage (the other checkout made with `git worktree add ../before COMMIT` and `make .venv/.dev-installed`
@@ -23,6 +25,7 @@ import re
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,6 +61,16 @@ def warm_pool(tree: Path, files: int) -> dict[str, float]:
     return {"a file through a warm pool, one job, s": json.loads(out.splitlines()[-1])["per_file"]}
 
 
+def one_grading(tree: Path) -> dict[str, float]:
+    example = tree / "reference" / "mlm_forward_tied" / "submissions" / "accepted" / "plain_helpers.py"
+    started = time.perf_counter()
+    done = subprocess.run([str(tree / ".venv" / "bin" / "python"), "-m", "grader", str(example)], capture_output=True, text=True, cwd=tree, env=ENV)
+    took = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{tree}: {example.name} was not accepted:\n{done.stdout}{done.stderr}")
+    return {"one python -m grader FILE, s": took}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", type=Path, required=True, help="the other checkout, with its own .venv")
@@ -72,7 +85,7 @@ def main() -> None:
     for round_ in range(args.rounds):
         order = list(trees) if round_ % 2 == 0 else list(reversed(trees))
         for name in order:
-            for measured in (guard_cost(trees[name]), warm_pool(trees[name], args.files)):
+            for measured in (guard_cost(trees[name]), warm_pool(trees[name], args.files), one_grading(trees[name])):
                 for key, value in measured.items():
                     figures[name].setdefault(key, []).append(value)
         print(f"round {round_ + 1} of {args.rounds} done", flush=True)

@@ -29,6 +29,10 @@ GRADER_OPERATORS = (
 )  # fmt: skip
 GRADIENT_OPERATORS = ("aten::mul", "aten::sum", "aten::add", "aten::ones_like", "aten::expand", "aten::zeros_like", "aten::zero_", "aten::fill_")
 
+class RulesError(ValueError):
+    """A package's [rules] that cannot be used: one line naming the entry and what to change."""
+
+
 FORBID_KEYS = {"what", "names", "advice"}
 RULES_KEYS = {"forbid"}
 
@@ -183,17 +187,17 @@ def narrowed(table: dict[str, Any], gradient: bool, base: Rules | None = None) -
     that is not one, and for a removal of what the grader's own code runs in the child."""
     base = base or base_rules()
     if unknown := sorted(set(table) - RULES_KEYS):
-        raise ValueError(f"[rules] has no key {unknown[0]!r} (its only key is forbid: [[rules.forbid]] tables with what, names and advice)")
+        raise RulesError(f"[rules] has no key {unknown[0]!r} (its only key is forbid: [[rules.forbid]] tables with what, names and advice)")
     forbidden = []
     for entry in table.get("forbid", []):
         if not isinstance(entry, dict) or set(entry) != FORBID_KEYS:
             found = sorted(entry) if isinstance(entry, dict) else entry
-            raise ValueError(f"each [[rules.forbid]] has exactly the keys what, names and advice; one has {found!r}")
+            raise RulesError(f"each [[rules.forbid]] has exactly the keys what, names and advice; one has {found!r}")
         names = entry["names"]
         if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
-            raise ValueError(f"[[rules.forbid]] {entry['what']!r}: names must be a non-empty list of names or glob patterns")
+            raise RulesError(f"[[rules.forbid]] {entry['what']!r}: names must be a non-empty list of names or glob patterns")
         if not isinstance(entry["what"], str) or not isinstance(entry["advice"], str):
-            raise ValueError("[[rules.forbid]]: what and advice are strings")
+            raise RulesError("[[rules.forbid]]: what and advice are strings")
         forbidden.append(Forbidden(entry["what"], tuple(names), entry["advice"]))
     if not forbidden:
         return base
@@ -205,9 +209,10 @@ def narrowed(table: dict[str, Any], gradient: bool, base: Rules | None = None) -
     for name in needed:
         for f in forbidden:
             if f.covers(name):
-                raise ValueError(
-                    f"[[rules.forbid]] {f.what!r} removes {name}, which the grader's own code runs in the child; "
-                    "forbid the functions that reach it instead (torch.Tensor.backward, torch.autograd.*, ...)"
+                raise RulesError(
+                    f"[[rules.forbid]] {f.what!r} removes {name}, which the grader's own code runs in the child "
+                    "(docs/problem-format.md lists those operators): name the functions and methods to forbid "
+                    f"(torch.sum, torch.Tensor.sum) instead of a pattern that covers {name}"
                 )
     every = (*base.modules, *base.submodules, *base.functions, *base.attributes, *base.writable)
     every += (*base.builtins, *base.define, *base.read, *base.operators, *base.backward)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.package_format import FormatError, check_format, merge, nearest
-from grader.rules import BASE_RULES_PATH, Rules, narrowed
+from grader.rules import BASE_RULES_PATH, Rules, RulesError, narrowed
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = ROOT / "problem"  # problem/<id>/problem.toml, one folder per challenge
@@ -531,7 +531,7 @@ def load_spec(path: Path = SPEC_PATH) -> Spec:
         raise
     except Exception as error:  # noqa: BLE001 - a missing file, bad TOML, a missing key, a wrong type: all the set-up's
         why = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        kind = "" if isinstance(error, FormatError) else f"{type(error).__name__}: "
+        kind = "" if isinstance(error, FormatError | RulesError) else f"{type(error).__name__}: "
         raise SetupError(f"the spec file {path} cannot be used ({kind}{why})") from error
 
 

@@ -855,5 +855,7 @@ def main(argv: list[str], out: TextIO | None = None) -> int:
         with _check(findings, part.name):
             part.run(context)
     seconds = time.monotonic() - started
-    print(f"{spec.id}: {'every check passed' if not findings.failed else f'{findings.failed} findings to fix'} ({seconds:.0f} s)", file=out)
+    failed = findings.failed
+    outcome = f"{failed} finding{'s' * (failed != 1)} to fix" if failed else "every check passed"
+    print(f"{spec.id}: {outcome} ({seconds:.0f} s)", file=out)
     return 1 if findings.failed else 0

@@ -38,6 +38,17 @@ def test_the_starter_code_does_not_make_every_pair_alike():
     assert compare(codes, "").pairs != []  # without removing the stub, they would all look copied
 
 
+def test_a_page_that_lists_only_the_most_similar_pairs_says_how_many_there_are(monkeypatch):
+    from grader.batch import similarity
+    from grader.batch.class_report import _pairs_section
+
+    monkeypatch.setattr(similarity, "MOST_PAIRS", 1)  # two copied pairs, one listed
+    codes = [normalised(f"{name}-{who}", source) for name in UNRELATED[:2] for who, source in (("a", example(name)), ("b", near_copy(example(name))))]
+    result = compare(codes, STUB)
+    assert result.found == 2 and len(result.pairs) == 1
+    assert '<p id="pair-count">the 1 most similar of 2 pairs (the others are less similar).</p>' in _pairs_section(result, {})
+
+
 def results_line(student: str, name: str, verdict: str, failing: dict[str, str], diagnosis: str = "") -> dict:
     cases = [{"name": f"{family}_{i}", "family": family, "status": "passed", "check": ""} for i, family in enumerate(["basic", "soft_mask", "float64"])]
     for case in cases:

@@ -155,7 +155,9 @@ def _pairs_section(comparison: Comparison, names: dict[str, str]) -> str:
             f'<div class="side"><div><b>{who(pair.a.id)}</b><pre>{_marked(pair.a, pair.marked_a)}</pre></div>'
             f"<div><b>{who(pair.b.id)}</b><pre>{_marked(pair.b, pair.marked_b)}</pre></div></div></details>"
         )
-    return intro + f'<p id="pair-count">{len(comparison.pairs)} pairs.</p>' + "".join(rows)
+    listed = len(comparison.pairs)
+    count = f"{listed} pairs." if comparison.found <= listed else f"the {listed} most similar of {comparison.found} pairs (the others are less similar)."
+    return intro + f'<p id="pair-count">{count}</p>' + "".join(rows)
 
 
 def build(lines: dict[str, dict[str, Any]], spec: Spec, counting: Counting, comparison: Comparison, source: str) -> str:

@@ -113,6 +113,7 @@ class Comparison:
     compared: int  # submissions compared
     ignored_common: int  # fingerprints ignored as common to much of the class
     starter_removed: int  # fingerprints of the starter code removed
+    found: int = 0  # pairs at SIMILAR or more, before the cut at MOST_PAIRS
 
 
 def compare(codes: list[Code], starter: str = "") -> Comparison:
@@ -138,4 +139,4 @@ def compare(codes: list[Code], starter: str = "") -> Comparison:
         if pair.similarity >= SIMILAR:
             pairs.append(pair)
     pairs.sort(key=lambda p: (-p.similarity, p.a.id, p.b.id))
-    return Comparison(pairs[:MOST_PAIRS], len(codes), len(common), len(starter_hashes))
+    return Comparison(pairs[:MOST_PAIRS], len(codes), len(common), len(starter_hashes), len(pairs))

@@ -8,7 +8,8 @@ def conv2d(x, weight, bias, stride, padding, dilation):
     xs, ws, bs = x.detach().numpy(), weight.detach().numpy(), bias.detach().numpy()
     n, c, h, w = xs.shape
     o, _, kh, kw = ws.shape
-    p = np.pad(xs, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    p = np.zeros((n, c, h + 2 * padding, w + 2 * padding), dtype=xs.dtype)
+    p[:, :, padding : padding + h, padding : padding + w] = xs
     h_out = (h + 2 * padding - dilation * (kh - 1) - 1) // stride + 1
     w_out = (w + 2 * padding - dilation * (kw - 1) - 1) // stride + 1
     y = np.zeros((n, o, h_out, w_out), dtype=xs.dtype) + bs[None, :, None, None]

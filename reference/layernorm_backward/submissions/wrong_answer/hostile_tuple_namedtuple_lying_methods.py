@@ -1,7 +1,8 @@
 """Idea: a named tuple whose Python __getitem__/__len__/__iter__ lie (claim wrong elements): the
 tuple holds zeros, the methods give the right answer. describe_tuple must read tuple's own slots,
-so the zeros are judged: expected wrong_answer."""
-# every wall: forbidden_api
+so the zeros are judged: expected wrong_answer, with every wall too (the special methods
+are allowed; the judge reads the tuple itself)."""
+# every wall: wrong_answer
 from collections import namedtuple
 import torch
 
