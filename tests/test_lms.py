@@ -130,14 +130,21 @@ def test_regrading_one_student_keeps_every_row_of_the_gradebook(tmp_path):
     status, text = run_in_process(str(folder), "--out", str(out), "--csv", str(grades), "--points", "10")
     assert status == 0, text
     assert sorted(row["id"] for row in csv.DictReader(grades.open())) == ["1003", "1006", "1007", "notes"]
-    # the student hands in again; staff grade that one file: the gradebook keeps every student
-    newer = folder / "leeann_1003_5011_solution-2.py"
+    # staff grade a fixed file of that student on its own: the gradebook keeps every student
+    newer = tmp_path / "fixed" / "leeann_1003_5011_solution-2.py"
+    newer.parent.mkdir()
     newer.write_text("def mlm_forward_tied(x:\n")
     status, text = run_in_process(str(newer), "--out", str(out), "--csv", str(grades), "--points", "10")
     assert status == 0, text
     rows = {row["id"]: row for row in csv.DictReader(grades.open())}
     assert sorted(rows) == ["1003", "1006", "1007", "notes"] and "4 rows, every submission of the results file" in text
     assert lines_of(out)[-1]["submission"] == str(newer) and rows["1003"]["name"] == "leeann"
+    # the download run again (for the LMS's gradebook): the regrade stays, the older file is not graded again
+    graded = len(lines_of(out))
+    status, text = run_in_process(str(folder), "--out", str(out), "--csv", str(grades), "--points", "10")
+    assert status == 0, text
+    assert "1003: kept its regrade" in text and len(lines_of(out)) == graded
+    assert {row["id"]: row for row in csv.DictReader(grades.open())}["1003"]["message"] == rows["1003"]["message"]
 
 
 # --- the gradebook's formats ---------------------------------------------------------------------------

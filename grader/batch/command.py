@@ -242,6 +242,8 @@ def say(notes: list[str], out: TextIO) -> None:
 def still_to_grade(resume: Resume, results_path: Path, out: TextIO) -> list[Submission]:
     """The submissions no line of the results file grades yet; how many were skipped."""
     todo = resume.todo()
+    for note in resume.kept_regrades():
+        print(note, file=out)
     if len(todo) < len(resume.submissions):
         skipped = len(resume.submissions) - len(todo)
         print(f"skipped {skipped} submissions already graded in {results_path} (same file, seed, spec and grader version)", file=out)

@@ -58,6 +58,7 @@ class ResultsFile:
             os.close(self.fd)
             raise UsageError(f"another batch is writing to {path}; give each running batch its own --out") from None
         self.latest: dict[str, dict[str, Any]] = {}
+        self.superseded: dict[str, list[dict[str, Any]]] = {}  # per id, the lines a later line of another file replaced
         self.notes: list[str] = []
         self._read()
 
@@ -78,6 +79,9 @@ class ResultsFile:
             self.notes.append(f"ignored {unreadable} lines of {self.path} that are not results of this grader")
 
     def _remember(self, line: dict[str, Any]) -> None:
+        before = self.latest.get(line["id"])
+        if before is not None and before.get("sha256") != line.get("sha256"):
+            self.superseded.setdefault(line["id"], []).append(before)
         self.latest[line["id"]] = kept(line)
 
     def append(self, line: dict[str, Any]) -> None:
@@ -163,7 +167,29 @@ class Resume:
         self.hashes = {s.id: None if s.not_graded else file_sha256(s.path) for s in submissions}
 
     def current(self, submission: Submission) -> bool:
-        return is_current(self.results.latest.get(submission.id), self.hashes[submission.id], self.seed_id, self.spec_sha256, submission.not_graded)
+        return is_current(self.results.latest.get(submission.id), self.hashes[submission.id], self.seed_id, self.spec_sha256, submission.not_graded) or (
+            self.regraded(submission) is not None
+        )
+
+    def regraded(self, submission: Submission) -> dict[str, Any] | None:
+        """The newest line of this id when it grades another file, given after this very file was
+        graded (staff regrading one student from a fixed file), with this seed, spec and grader
+        version: a rerun of the download keeps it rather than grade the older file again."""
+        latest = self.results.latest.get(submission.id)
+        if latest is None or submission.not_graded or not is_current(latest, latest.get("sha256"), self.seed_id, self.spec_sha256):
+            return None
+        earlier = self.results.superseded.get(submission.id, [])
+        sha256 = self.hashes[submission.id]
+        return latest if any(is_current(line, sha256, self.seed_id, self.spec_sha256) for line in earlier) else None
+
+    def kept_regrades(self) -> list[str]:
+        """A line per submission whose newer regrade this run keeps."""
+        return [
+            f"{s.id}: kept its regrade ({line.get('submission')}), graded after this file; to grade {s.path.name} again, "
+            f"remove {s.id}'s newer line from the results file"
+            for s in self.submissions
+            if (line := self.regraded(s)) is not None and not is_current(line, self.hashes[s.id], self.seed_id, self.spec_sha256)
+        ]
 
     def todo(self) -> list[Submission]:
         """The submissions that no line grades yet (a grader_error line is retried)."""
