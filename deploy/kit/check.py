@@ -18,6 +18,7 @@ if sys.version_info < (3, 11):  # noqa: UP036 - a candidate may run an older Pyt
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import json  # noqa: E402
+import os  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -123,7 +124,10 @@ def print_rules() -> int:
         print(f"check.py: the kit's grader/ folder is incomplete ({error}); unzip the kit again", file=sys.stderr)
         return EXIT_USAGE
     spec = parse_spec(json.loads((HERE / "spec.json").read_text(encoding="utf-8")))
-    print(text(spec.rules.listing()))
+    try:
+        print(text(spec.rules.listing()))
+    except BrokenPipeError:  # `python check.py --rules | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return EXIT_PASSED
 
 
