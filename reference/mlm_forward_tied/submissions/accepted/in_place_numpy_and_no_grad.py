@@ -8,9 +8,10 @@ import torch
 
 def softmax_(s):
     s = s - s.amax(-1, keepdim=True)
-    s = s.exp()
-    s.div_(s.sum(-1, keepdim=True))
-    return s
+    e = s.exp()
+    total = e.sum(-1, keepdim=True)
+    total.clamp_(min=1e-30)  # in place on a tensor autograd did not save
+    return e / total
 
 
 def ln(x):
