@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from grader.child.capabilities.allowed import DATA, resolve
 from grader.rules import Rules
 
 SEE_RULES = "use what the Rules in the statement list (python -m grader rules prints them), or attributes your file defines"
@@ -67,7 +66,11 @@ class AllowList:
 @cache
 def allow_list(rules: Rules) -> AllowList:
     """The rules' lists as the objects they name, made once per process (the child's own resolution,
-    grader/child/capabilities/allowed.py, so that both sides name the same objects)."""
+    grader/child/capabilities/allowed.py, so that both sides name the same objects). Imported
+    here, not with this module: it imports torch and numpy, which the grader's process loads while
+    the child starts (grader/judge.py checks the file once the child is on its way)."""
+    from grader.child.capabilities.allowed import resolve
+
     allowed = resolve(rules.child_config())
     modules = {name: allowed.modules[ident] for ident, name in allowed.module_names.items()}
     members: dict[int, frozenset[str]] = {id(owner): frozenset(names) for owner, names in allowed.owners.values()}
@@ -80,6 +83,8 @@ def allow_list(rules: Rules) -> AllowList:
 
 def _data(value: Any) -> bool:
     """A module's data (a number, a string, a dtype): readable, as the child judges it."""
+    from grader.child.capabilities.allowed import DATA  # loaded by allow_list already
+
     return isinstance(value, DATA)
 
 
