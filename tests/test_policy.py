@@ -80,7 +80,7 @@ def test_every_violation_is_reported_at_once_in_source_order():
         "class Net:\n    def __init__(self):\n        super().__init__()\n"
         "    def softmax(self, x):\n        return x\n    def go(self, x):\n        return self.softmax(x)",
         "def f(input, vars):\n    return input + vars",
-        "import torch\ny = torch.linalg.norm(x) + torch.special.expit(x) + torch.autograd.grad",
+        "import torch\ny = torch.linalg.norm(x) + torch.special.expit(x) + torch.autograd.Function",
         "import math\nimport numpy as np\ny = math.sqrt(2 / math.pi) + np.random.default_rng(0).normal()",
         "from collections import defaultdict\nfrom dataclasses import dataclass\nfrom typing import Optional\nimport functools, itertools",
         "from __future__ import annotations\nimport torch\ny = torch.logsumexp(x, -1) - torch.amax(x, -1) + torch.var_mean(x, correction=0)[0]",

@@ -59,9 +59,10 @@ TEXT_LIMIT = 100_000
 # runner's last read, after the last case, is full. Reading one operator's dispatch table takes
 # about 40 µs, and there are thousands of refusing kernels: each read checks KERNELS_PER_READ of
 # them and each full check KERNELS_PER_FULL_CHECK, going round, so that a grading of a problem's
-# cases goes through hundreds.
-FULL_CHECK_EVERY = 8
-KERNELS_PER_READ = 4
+# cases goes through hundreds. A full check of the rest costs about 16 ms: every 16th read keeps
+# it to a few per grading.
+FULL_CHECK_EVERY = 16
+KERNELS_PER_READ = 8
 KERNELS_PER_FULL_CHECK = 128
 # Refused once armed: gc introspection would find the hook's record, trace and profile functions
 # run code where the modes do not watch.
