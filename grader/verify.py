@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from grader.spec import ROOT, SetupError, Spec, UnknownProblem, hidden_module, load_spec, problem_spec
+from grader.spec import PROBLEMS, ROOT, SetupError, Spec, UnknownProblem, hidden_module, load_spec, problem_spec
 
 SEEDS = ("verify-1", "verify-2", "verify-3")
 CORRECT_MARGIN = 0.1  # a correct example's worst error, as a fraction of what the tolerance allows
@@ -172,7 +172,8 @@ def check_rules_block(spec: Spec, statement: str, findings: Findings) -> None:
     """The statement's Rules section shows the lists themselves: its generated block is what
     `python -m grader rules --markdown` prints for this problem now."""
     found = RULES_BLOCK.search(statement)
-    command = f"python -m grader rules --problem {spec.id} --markdown"
+    installed = spec.path == PROBLEMS / spec.id / "problem.toml"
+    command = f"python -m grader rules --problem {spec.id} --markdown" if installed else f"python -m grader rules --spec {spec.path} --markdown"
     if found is None:
         findings.fail("statement", f"README.md has no rules block: put what `{command}` prints between <!-- rules: ... --> and <!-- end of rules -->")
     elif found.group(1) != spec.rules.markdown():
