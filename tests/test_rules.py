@@ -10,6 +10,7 @@ import sys
 import numpy
 import pytest
 import torch
+import torch._dynamo  # noqa: F401 - as the warm pool's server does before it resolves the lists: importing it replaces torch.manual_seed
 
 from grader.child.capabilities.allowed import resolve
 from grader.child.capabilities.checks import DATA, Capabilities
