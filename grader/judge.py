@@ -256,10 +256,7 @@ def _judge_outputs(
         if detailed:
             result.ratio = max(result.ratio or 0.0, values.ratio)
         if not values.passed:
-            if not detailed:
-                fail_hidden(Check.VALUES, headline, values)
-            else:
-                result.fail(Verdict.WRONG_ANSWER, Check.VALUES, f"{headline}\n{values.message}")
+            _fail_values(result, fail_hidden, detailed, headline, values)
             return False
     return True
 
@@ -316,13 +313,18 @@ def _judge_updated(
             if result.max_rel is None or not values.passed or values.max_rel > result.max_rel:
                 result.max_abs, result.max_rel, result.tolerance = values.max_abs, values.max_rel, tolerance
         if not values.passed:
-            headline = f"the values of {what} are not close to the expected ones"
-            if not detailed:
-                fail_hidden(Check.VALUES, headline, values)
-            else:
-                result.fail(Verdict.WRONG_ANSWER, Check.VALUES, f"{headline}\n{values.message}")
+            _fail_values(result, fail_hidden, detailed, f"the values of {what} are not close to the expected ones", values)
             return False
     return True
+
+
+def _fail_values(result: CaseResult, fail_hidden: FailHidden, detailed: bool, headline: str, values: Any) -> None:
+    """A wrong answer by its values: the comparison's message in full where the case's details are
+    shown, the hidden case's short form elsewhere."""
+    if detailed:
+        result.fail(Verdict.WRONG_ANSWER, Check.VALUES, f"{headline}\n{values.message}")
+    else:
+        fail_hidden(Check.VALUES, headline, values)
 
 
 def _unchanged(case: Case, spec: Spec) -> list[tuple[str, Tensor]]:

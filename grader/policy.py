@@ -61,6 +61,7 @@ class AllowList:
     modules: dict[str, types.ModuleType]  # allowed import or submodule path -> the module
     members: dict[int, frozenset[str]]  # id of an allowed module or class -> the attribute names allowed on it
     kept: tuple[Any, ...]  # the owners, so that their ids stay theirs
+    data: tuple[type, ...]  # the kinds of a module's data (a number, a string, a dtype): readable, as the child judges them
 
 
 @cache
@@ -69,7 +70,7 @@ def allow_list(rules: Rules) -> AllowList:
     grader/child/capabilities/allowed.py, so that both sides name the same objects). Imported
     here, not with this module: it imports torch and numpy, which the grader's process loads while
     the child starts (grader/judge.py checks the file once the child is on its way)."""
-    from grader.child.capabilities.allowed import resolve
+    from grader.child.capabilities.allowed import DATA, resolve
 
     allowed = resolve(rules.child_config())
     modules = {name: allowed.modules[ident] for ident, name in allowed.module_names.items()}
@@ -78,14 +79,7 @@ def allow_list(rules: Rules) -> AllowList:
     for cls in BUILTIN_TYPES:  # Python's own types: their public names
         members[id(cls)] = frozenset(name for name in dir(cls) if not name.startswith("_"))
         kept.append(cls)
-    return AllowList(modules, members, tuple(kept))
-
-
-def _data(value: Any) -> bool:
-    """A module's data (a number, a string, a dtype): readable, as the child judges it."""
-    from grader.child.capabilities.allowed import DATA  # loaded by allow_list already
-
-    return isinstance(value, DATA)
+    return AllowList(modules, members, tuple(kept), DATA)
 
 
 def _attribute(obj: Any, name: str) -> Any:
@@ -399,7 +393,7 @@ class Checker:
             if allowed is None:  # a function, a number, ...: from here on only names are known
                 all(self.name_allowed(later, later_node) for later, later_node in names[index:])
                 return None
-            if name not in allowed and not (isinstance(obj, types.ModuleType) and name in vars(obj) and _data(vars(obj)[name])):
+            if name not in allowed and not (isinstance(obj, types.ModuleType) and name in vars(obj) and isinstance(vars(obj)[name], self.allow.data)):
                 if not _missing(obj, name):  # a name that does not exist fails at run time by itself
                     self.flag(node, *self.refusal(obj, ".".join(full[: index + 2]), name, full))
                 return None

@@ -165,13 +165,15 @@ class Resume:
     def __init__(self, results: ResultsFile, submissions: list[Submission], seed_id: str, spec_sha256: str) -> None:
         self.results, self.submissions, self.seed_id, self.spec_sha256 = results, submissions, seed_id, spec_sha256
         self.hashes = {s.id: None if s.not_graded else file_sha256(s.path) for s in submissions}
+        # The newest line of each submission that a regrade replaced, read once: such a submission is
+        # skipped, so its line never changes during the run.
+        self.regrades = {s.id: line for s in submissions if (line := self._regraded(s)) is not None}
 
     def current(self, submission: Submission) -> bool:
-        return is_current(self.results.latest.get(submission.id), self.hashes[submission.id], self.seed_id, self.spec_sha256, submission.not_graded) or (
-            self.regraded(submission) is not None
-        )
+        latest = self.results.latest.get(submission.id)
+        return is_current(latest, self.hashes[submission.id], self.seed_id, self.spec_sha256, submission.not_graded) or submission.id in self.regrades
 
-    def regraded(self, submission: Submission) -> dict[str, Any] | None:
+    def _regraded(self, submission: Submission) -> dict[str, Any] | None:
         """The newest line of this id when it grades another file, given after this very file was
         graded (staff regrading one student from a fixed file), with this seed, spec and grader
         version: a rerun of the download keeps it rather than grade the older file again."""
@@ -188,7 +190,7 @@ class Resume:
             f"{s.id}: kept its regrade ({line.get('submission')}), graded after this file; to grade {s.path.name} again, "
             f"remove {s.id}'s newer line from the results file"
             for s in self.submissions
-            if (line := self.regraded(s)) is not None and not is_current(line, self.hashes[s.id], self.seed_id, self.spec_sha256)
+            if (line := self.regrades.get(s.id)) is not None and not is_current(line, self.hashes[s.id], self.seed_id, self.spec_sha256)
         ]
 
     def todo(self) -> list[Submission]:
