@@ -426,12 +426,23 @@ def _not_started(child: Child, error: Exception, limits: Limits) -> str:
     if isinstance(error, ChildTimeout):
         what = f"did not start within {limits.startup_seconds:g} s (is the grader's machine overloaded?)"
     elif isinstance(error, ChildGone):
-        exit = child.exit()
-        what = f"ended before it started ({'killed by ' + exit.signal_name if exit.signal_name else f'exit status {exit.returncode}'})"
+        what = f"ended before it started ({_how_it_ended(child.exit(), limits)})"
     else:
         what = f"sent malformed data before it started ({error})"
     said = child.stderr.text().strip()[-1500:]
     return f"the sandboxed child {what}: a fault of the grader's set-up, not of the submission" + (f"; it said:\n{said}" if said else "")
+
+
+def _how_it_ended(exit: Exit, limits: Limits) -> str:
+    """How a child ended before it started, with what the grader counted: the limit that ended it, if any."""
+    how = f"killed by {exit.signal_name}" if exit.signal_name else f"exit status {exit.returncode}"
+    if exit.oom_kills:
+        how += f", at its memory limit of {limits.memory_mib} MiB"
+    if exit.limit:
+        how += f", at its {'CPU' if exit.limit == 'cpu' else 'total wall-clock'} limit"
+    elif exit.killed_by_grader:
+        how += ", by the grader"
+    return how + f", after {exit.cpu_seconds:.1f} s of CPU"
 
 
 class _Starting(NamedTuple):

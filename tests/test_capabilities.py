@@ -11,6 +11,7 @@ it, so catching its exception hides nothing.
 import functools
 import hashlib
 import os
+import subprocess
 import sys
 import textwrap
 import types
@@ -24,7 +25,7 @@ from grader.child.capabilities.checks import Capabilities
 from grader.child.capabilities.rewrite import RefusedSyntax, compile_submission
 from grader.rules import base_rules
 from grader.spec import load_spec
-from tests.grading import grade_json
+from tests.grading import ROOT, grade_json
 
 RULES = load_spec().rules.child_config()  # the default challenge's: the harness's lists, narrowed by its package
 BASE = base_rules().child_config()  # the harness's lists, as every challenge starts from them
@@ -769,3 +770,40 @@ def test_objects_of_the_files_classes_still_go_to_numpy_and_torch_as_before():
     assert found == []
     assert namespace["y"] == (True, 3.0, 4.0, (3,))
     assert namespace["z"] == ["sum", "sqrt", "len", "abs", "__add__", "__init__"]  # bound methods of allowed names pass
+
+
+LAZY_WRAPPER = """
+import sys
+import functools
+import torch
+from tests.test_capabilities import run
+
+assert "torch._dynamo" not in sys.modules, "this process imported torch._dynamo already"
+_, found = run('''
+centre = torch.vmap(lambda row, mean: torch.addr(row, mean, torch.ones(3), alpha=-1))
+centred = centre(torch.ones(2, 2, 3), torch.ones(2, 2))
+torch.manual_seed(0)
+''')
+assert "torch._dynamo" in sys.modules, "torch.addr under torch.vmap no longer imports torch._dynamo: this test tests nothing"
+print("after the lazy import:", found)
+
+original = torch.manual_seed
+torch.manual_seed = functools.wraps(torch.exp)(lambda *args: None)  # a wrapper, but of another function
+_, found = run("torch.manual_seed(0)")
+torch.manual_seed = original
+print("a wrapper of another function:", found)
+"""
+
+
+@pytest.mark.sandbox  # a process of its own
+def test_a_listed_function_torch_wraps_after_the_lists_were_resolved_is_still_allowed():
+    # torch replaces torch.manual_seed with a wrapper (functools.wraps) when a call first imports
+    # torch._dynamo (torch.addr under torch.vmap does), which a single child has not imported
+    # before: the wrapper of the listed function is the listed function. In a process of its own,
+    # where torch._dynamo is not imported yet.
+    done = subprocess.run([sys.executable, "-c", LAZY_WRAPPER], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert "after the lazy import: []" in lines, done.stdout
+    refused = next(line for line in lines if line.startswith("a wrapper of another function:"))
+    assert "torch.manual_seed" in refused and "allow-list" in refused, refused

@@ -10,7 +10,6 @@ import sys
 import numpy
 import pytest
 import torch
-import torch._dynamo  # noqa: F401 - as the warm pool's server does before it resolves the lists: importing it replaces torch.manual_seed
 
 from grader.child.capabilities.allowed import resolve
 from grader.child.capabilities.checks import DATA, Capabilities

@@ -12,18 +12,19 @@ sees, and what the guard assumes of the capability layer and the sandbox: docs/t
 import _thread
 import builtins
 import errno
+import fnmatch
 import itertools
 import json
 import operator
 import os
 import platform
+import re
 import struct
 import sys
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from fnmatch import fnmatchcase
 from types import FunctionType, ModuleType
 from typing import Any, NoReturn
 
@@ -131,17 +132,24 @@ def own_override(kind: type) -> str | None:
     return _qualname_of(kind)  # not a tensor at all, yet torch found an override on it
 
 
-def advice_for(name: str, advice: list[list[str]]) -> str:
-    """What to write instead of a name off the lists ((pattern, advice) pairs, the problem's first)."""
-    for pattern, told in advice:
-        if fnmatchcase(name, pattern):
-            return told
-    return ""
+def advice_for(advice: list[list[str]]) -> Callable[[str], str]:
+    """What to write instead of a name off the lists, from (pattern, advice) pairs, the problem's
+    first: the advice of the first pattern the name matches, or "". The patterns are one regular
+    expression, tried in order: thousands of operator names are told apart at arming."""
+    if not advice:
+        return lambda name: ""
+    matcher = re.compile("|".join(f"(?P<a{i}>{fnmatch.translate(pattern)})" for i, (pattern, _) in enumerate(advice)))
+    told = {f"a{i}": text for i, (_, text) in enumerate(advice)}
+
+    def advice_of(name: str) -> str:
+        found = matcher.match(name)
+        return told[found.lastgroup] if found and found.lastgroup else ""
+
+    return advice_of
 
 
-def refusal_text(what: str, name: str, advice: list[list[str]]) -> str:
+def refusal_text(what: str, told: str) -> str:
     """How a refusal is told: what was used and, where the rules have it, what to write instead."""
-    told = advice_for(name, advice)
     return f"{what} ({told})" if told else what
 
 
@@ -157,7 +165,7 @@ class Guard:
         self.function_watch = _FunctionWatch(self)
         self.libraries: list[Any] = []  # hold the kernels (a Library's kernels go with it)
         self.kernels: list[tuple[str, str, Any]] = []  # (qualified operator, key, kernel)
-        self.tables: tuple[tuple[str, ...], ...] = ()  # each kernel's operator's dispatch table as armed
+        self.tables: dict[str, tuple[str, ...]] = {}  # each overridden operator -> the lines of its dispatch table as armed
         self.line_starts: dict[str, tuple[str, ...]] = {}  # each overridden operator -> the starts of the lines of its keys
         self.os_refuses_threads = False  # whether the kernel refuses new threads and processes
         self.armed = False
@@ -171,8 +179,8 @@ class Guard:
     # -- what is refused ---------------------------------------------------------------------
 
     def allowed(self, qualified: str) -> str:
-        """"allowed", "backward" (run only while autograd runs it) or "" for an operator
-        ("aten::add.Tensor"), by its name without the overload."""
+        """An operator's standing ("aten::add.Tensor", judged by its name without the overload):
+        "allowed", "backward" (run only while autograd runs it) or ""."""
         name = qualified.partition(".")[0]
         if name in self.operators:
             return "allowed"
@@ -277,10 +285,13 @@ class Guard:
         overrides them before it forks."""
         key = (self.operators, self.backward)
         if key not in _KERNELS_FOUND:
+            # Which operators have a kernel of their own at each key: one call per key, where asking
+            # each operator at each key would take a few hundred times as long.
+            own = {k: frozenset(torch._C._dispatch_get_registrations_for_dispatch_key(k)) for k in (*LAYOUT_KEYS, *KERNEL_KEYS)}
             found = []
             for qualified in torch._C._dispatch_get_all_op_names():
                 verdict = self.allowed(qualified)
-                found += [(qualified, key, "layout") for key in LAYOUT_KEYS if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key)]
+                found += [(qualified, key, "layout") for key in LAYOUT_KEYS if qualified in own[key]]
                 if verdict == "allowed":
                     continue
                 if verdict == "backward":
@@ -288,7 +299,7 @@ class Guard:
                     found += [(qualified, key, "backward") for key in BACKWARD_KEYS if computed(qualified, key)]
                 for dispatch_key in KERNEL_KEYS:
                     through = verdict == "backward" and dispatch_key in BACKWARD_KEYS
-                    if not through and torch._C._dispatch_has_kernel_for_dispatch_key(qualified, dispatch_key):
+                    if not through and qualified in own[dispatch_key]:
                         found.append((qualified, dispatch_key, "refuse"))
             _KERNELS_FOUND[key] = found
         return _KERNELS_FOUND[key]
@@ -299,6 +310,7 @@ class Guard:
             return
         libraries: dict[str, Any] = {}
         texts: dict[str, str] = {}
+        advice_of = advice_for(self.advice)
         # A backward operator's own kernels, taken before any of them is overridden
         originals = {(q, key): torch.library.get_kernel(q, key) for q, key, kind in self.kernels_to_override() if kind == "backward"}
         with warnings.catch_warnings():
@@ -310,7 +322,7 @@ class Guard:
                     library = libraries[namespace] = torch.library.Library(namespace, "IMPL")
                 name = qualified.partition(".")[0]
                 if name not in texts:
-                    texts[name] = refusal_text(f"the operator {name}, which is not on this challenge's list of operators", name, self.advice)
+                    texts[name] = refusal_text(f"the operator {name}, which is not on this challenge's list of operators", advice_of(name))
                 if kind == "layout":
                     kernel = _refusing_kernel(self, f"the operator {name} on a tensor of another layout than a dense CPU tensor's ({dispatch_key})")
                     library.impl(op, kernel, dispatch_key)
@@ -326,7 +338,7 @@ class Guard:
         for qualified, dispatch_key, _ in self.kernels:
             keys.setdefault(qualified, []).append(dispatch_key)
         self.line_starts = {qualified: _line_starts(found) for qualified, found in keys.items()}
-        self.tables = tuple(_kernel_lines(qualified, self.line_starts[qualified]) for qualified, _, _ in self.kernels)
+        self.tables = {qualified: _kernel_lines(qualified, starts) for qualified, starts in self.line_starts.items()}
 
     def refuse_threads(self) -> None:
         def start_new_thread(*args: Any, **kwargs: Any) -> NoReturn:
@@ -420,8 +432,7 @@ def _audit_hook(guard: Guard, modules: list[ModuleType]) -> Any:
     cells = tuple(cell for closure in closures if closure for cell in closure)
     get_contents, contents = operator.attrgetter("cell_contents"), tuple(cell.cell_contents for cell in cells)
     # Each overridden operator once, with its dispatch table as armed (taken where the kernels were put in place)
-    operators = {qualified: table for (qualified, _, _), table in zip(guard.kernels, guard.tables, strict=True)}
-    kernel_names, kernel_tables = tuple(operators), tuple(operators.values())
+    kernel_names, kernel_tables = tuple(guard.tables), tuple(guard.tables.values())
     kernel_keys = tuple(guard.line_starts[qualified] for qualified in kernel_names)
     position = [0]  # where the next window of kernels to check starts, going round
     ne = operator.ne

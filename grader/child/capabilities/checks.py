@@ -110,6 +110,9 @@ CONTAINERS = (list, tuple, dict, set, frozenset, *_VIEWS)
 SELF_MATCHING = frozenset({bool, bytearray, bytes, dict, float, frozenset, int, list, set, str, tuple})
 RULES = "see the Rules in the statement, or `python -m grader rules`"
 OFF_THE_LISTS = "not on this challenge's allow-list"
+WRAPPERS_DEEP = 4  # how many functools.wraps wrappers around a listed function are looked through
+_dict_get = dict.get  # a function's dictionary, read with dict's own method
+_UNWRAPPED = object()  # what a function without __wrapped__ has there: nothing a list names
 
 
 def _contents_of(container: Any) -> Iterable[Any]:
@@ -344,6 +347,8 @@ class Capabilities:
                 value = namespace[name]
                 if _id(value) in self.allowed.objects or _id(value) in self.modules or _isinstance(value, DATA):
                     return ""
+                if self._rewrapped(obj, name, value):
+                    return ""
                 return "a module outside the allowed list" if _isinstance(value, ModuleType) else OFF_THE_LISTS
             if name in self.allowed.owners.get(_id(obj), (None, ()))[1] or "__getattr__" not in namespace:
                 return ""  # made on demand by the module and named by the lists, or no such name: the read fails as itself
@@ -393,6 +398,28 @@ class Capabilities:
         if why:
             path = self._path(obj, name)
             self.refuse(f"{path}, which is {why}", path)
+
+    def _rewrapped(self, module: ModuleType, name: str, value: Any) -> bool:
+        """Whether `value`, found under a name the lists give on an allowed module, is a library
+        function that wraps the object the lists name there (functools.wraps's __wrapped__, read
+        from the function's own dictionary: no code runs). torch does that after the lists were
+        resolved: its first import of torch._dynamo, which a call may make (torch.addr under
+        torch.vmap), replaces torch.manual_seed with such a wrapper. From then on the wrapper is
+        the listed object."""
+        qualified = f"{self.module_names.get(_id(module), '')}.{name}"
+        if qualified not in self.allowed.named:
+            return False
+        listed = self.allowed.named[qualified]
+        inner = value
+        for _ in range(WRAPPERS_DEEP):
+            if _type(inner) is not FunctionType or inner.__code__.co_filename == self.filename:
+                return False
+            inner = _dict_get(inner.__dict__, "__wrapped__", _UNWRAPPED)
+            if inner is listed:
+                self.allowed.objects[_id(value)] = qualified
+                self.allowed.kept.append(value)
+                return True
+        return False
 
     def check_value(self, value: Any, what: str, line: int = 0, shallow: bool = False) -> Any:
         """Refuse a value that reaches the interpreter or the grader. Judged by its class, looked up
