@@ -355,8 +355,8 @@ def test_the_kernels_refuse_operators_off_the_list_by_any_route():
         ("torch._C._push_on_torch_dispatch_stack(torch.utils._python_dispatch.TorchDispatchMode())", "a dispatch mode was pushed"),
         ("guard.libraries[0]._destroy()", "the kernels of "),
         (
-            "next(k for _, _, k in guard.kernels if k.__name__ == 'refuse_operator').__closure__[-1].cell_contents = 'nothing'",
-            "the function _refusing_kernel.<locals>.refuse_operator was changed",
+            "attempt('swap', lambda: setattr(guard.kernels[-1][2], '__code__', (lambda *args, **kwargs: None).__code__))",
+            "__code__ of _refusing_kernel.<locals>.refuse_operator was being replaced",
         ),
         ("attempt('hook', lambda: sys.addaudithook(lambda event, args: None))", "sys.addaudithook"),
         ("runner.wire = None", "child.runner.wire was replaced"),
@@ -389,9 +389,23 @@ def test_a_change_that_lasts_shows_in_the_last_full_read():
 
 
 @pytest.mark.sandbox
-def test_a_replaced_kernel_shows_within_a_round_of_reads():
+@pytest.mark.parametrize("change", ["a kernel registered over it", "a cell of its closure set"])
+def test_a_replaced_kernel_shows_within_a_round_of_reads(change):
     # every read checks a few refusing kernels and every full read more, going round: every kernel,
-    # the first and the last alike, is checked within one round of reads
+    # the first and the last alike, is checked within one round of reads, whether another kernel
+    # was registered over it or the guard's own kernel was changed in place
+    replace = {
+        "a kernel registered over it": """
+            replacement = torch.library.Library(qualified.partition("::")[0], "IMPL")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                replacement.impl(qualified.partition("::")[2], lambda *args, **kwargs: None, key)
+            """,
+        "a cell of its closure set": """
+            kernel = next(k for q, _, k in guard.kernels if q == qualified)
+            kernel.__closure__[-1].cell_contents = "nothing"
+            """,
+    }[change]
     for which in (0, -1):
         found, seen = armed(
             f"""
@@ -399,10 +413,7 @@ def test_a_replaced_kernel_shows_within_a_round_of_reads():
             from child.guard import FULL_CHECK_EVERY, KERNELS_PER_READ, KERNELS_PER_FULL_CHECK
             qualified = list(dict.fromkeys(q for q, _, _ in guard.kernels))[{which}]
             key = next(k for q, k, _ in guard.kernels if q == qualified)
-            replacement = torch.library.Library(qualified.partition("::")[0], "IMPL")
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                replacement.impl(qualified.partition("::")[2], lambda *args, **kwargs: None, key)
+            {textwrap.indent(textwrap.dedent(replace), " " * 12).strip()}
             per_round = (FULL_CHECK_EVERY - 1) * KERNELS_PER_READ + KERNELS_PER_FULL_CHECK
             round_reads = FULL_CHECK_EVERY * (len(set(q for q, _, _ in guard.kernels)) // per_round + 2)
             reads = [guard.findings(False) for _ in range(round_reads)]

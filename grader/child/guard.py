@@ -167,6 +167,8 @@ class Guard:
         self.kernels: list[tuple[str, str, Any]] = []  # (qualified operator, key, kernel)
         self.tables: dict[str, tuple[str, ...]] = {}  # each overridden operator -> the lines of its dispatch table as armed
         self.line_starts: dict[str, tuple[str, ...]] = {}  # each overridden operator -> the starts of the lines of its keys
+        self.kernel_parts: dict[str, tuple[tuple, tuple]] = {}  # each overridden operator -> (its kernels, their parts as armed)
+        self.kernel_ids: frozenset[int] = frozenset()  # the refusing kernels' ids: no part of one may be set
         self.os_refuses_threads = False  # whether the kernel refuses new threads and processes
         self.armed = False
 
@@ -339,6 +341,11 @@ class Guard:
             keys.setdefault(qualified, []).append(dispatch_key)
         self.line_starts = {qualified: _line_starts(found) for qualified, found in keys.items()}
         self.tables = {qualified: _kernel_lines(qualified, starts) for qualified, starts in self.line_starts.items()}
+        functions: dict[str, list[Any]] = {}
+        for qualified, _, kernel in self.kernels:
+            functions.setdefault(qualified, []).append(kernel)
+        self.kernel_parts = {qualified: (tuple(kernels), tuple(map(_parts, kernels))) for qualified, kernels in functions.items()}
+        self.kernel_ids = frozenset(id(kernel) for _, _, kernel in self.kernels)
 
     def refuse_threads(self) -> None:
         def start_new_thread(*args: Any, **kwargs: Any) -> NoReturn:
@@ -423,7 +430,7 @@ def _audit_hook(guard: Guard, modules: list[ModuleType]) -> Any:
         group[3].append(value)
     pictured = tuple((label, mapping, tuple(keys), tuple(values)) for label, mapping, keys, values in grouped.values())
     any_, map_, is_not, repeat, zip_ = any, map, operator.is_not, itertools.repeat, zip
-    protected = frozenset(id(function) for _, function, _ in functions)
+    protected = frozenset(id(function) for _, function, _ in functions) | guard.kernel_ids
     # The same for the functions: each part of each, side by side (cells: every closure's, in order).
     watched = tuple(function for _, function, _ in functions)
     get_code, get_defaults, get_kwdefaults, get_closure = (operator.attrgetter(f"__{part}__") for part in ("code", "defaults", "kwdefaults", "closure"))
@@ -434,6 +441,8 @@ def _audit_hook(guard: Guard, modules: list[ModuleType]) -> Any:
     # Each overridden operator once, with its dispatch table as armed (taken where the kernels were put in place)
     kernel_names, kernel_tables = tuple(guard.tables), tuple(guard.tables.values())
     kernel_keys = tuple(guard.line_starts[qualified] for qualified in kernel_names)
+    kernel_functions = tuple(guard.kernel_parts[qualified][0] for qualified in kernel_names)
+    kernel_parts = tuple(guard.kernel_parts[qualified][1] for qualified in kernel_names)
     position = [0]  # where the next window of kernels to check starts, going round
     ne = operator.ne
     function_watch = guard.function_watch
@@ -442,6 +451,11 @@ def _audit_hook(guard: Guard, modules: list[ModuleType]) -> Any:
     infra_mode, infra_keys = torch._C._get_dispatch_mode, tuple(torch._C._TorchDispatchModeKey.__members__.values())
     function_handling_on, function_modes_on = torch._C._is_torch_function_enabled, torch._C._is_torch_function_mode_enabled
     kernel_table, parts_of, missing, error, line_of = _kernel_lines, _parts, _MISSING, ForbiddenAPIError, _submission_line
+    tuple_ = tuple
+
+    def all_parts_of(kernels: tuple) -> tuple:
+        return tuple_(map_(parts_of, kernels))
+
     count, ident, string, exception, basename, finalizing = len, id, str, Exception, os.path.basename, sys.is_finalizing
     record_event, read_event, tampered, refused_events, limit = RECORD_EVENT, READ_EVENT, TAMPERED, dict(REFUSED_EVENTS), RECORD_LIMIT
     every, per_read, per_full = FULL_CHECK_EVERY, KERNELS_PER_READ, KERNELS_PER_FULL_CHECK
@@ -454,10 +468,11 @@ def _audit_hook(guard: Guard, modules: list[ModuleType]) -> Any:
         wrapped = max(0, end - total)
         names, tables = kernel_names[start:end] + kernel_names[:wrapped], kernel_tables[start:end] + kernel_tables[:wrapped]
         keys = kernel_keys[start:end] + kernel_keys[:wrapped]
+        functions, parts = kernel_functions[start:end] + kernel_functions[:wrapped], kernel_parts[start:end] + kernel_parts[:wrapped]
         position[0] = end % total
-        if any_(map_(ne, map_(kernel_table, names, keys), tables)):
-            for qualified, key_starts, table in zip_(names, keys, tables):
-                if kernel_table(qualified, key_starts) != table:
+        if any_(map_(ne, map_(kernel_table, names, keys), tables)) or any_(map_(ne, map_(all_parts_of, functions), parts)):
+            for qualified, key_starts, table, kernels, armed in zip_(names, keys, tables, functions, parts):
+                if kernel_table(qualified, key_starts) != table or all_parts_of(kernels) != armed:
                     return f"the kernels of {qualified} were changed"
         return None
 
@@ -572,8 +587,6 @@ def _picture(guard: Guard, modules: list[ModuleType]) -> tuple[tuple, tuple, tup
     entries += [("sys.modules", sys.modules, name, module) for name, module in list(sys.modules.items())]  # no fakes planted
     namespace("torch.Tensor", _dict_of(_Tensor), fixed_size=False)
     namespace("torch._C.TensorBase", _dict_of(_TensorBase), fixed_size=False)
-    for _, _, kernel in guard.kernels:
-        functions[id(kernel)] = kernel
     return tuple(entries), tuple(sizes), tuple((f.__qualname__, f, _parts(f)) for f in functions.values())
 
 
