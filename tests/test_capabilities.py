@@ -206,6 +206,19 @@ def run(source: str, library: dict | None = None, rules: dict | None = None) -> 
         ("import numpy\na = numpy.ndarray((2,), numpy.float32, buffer=bytes(8))", "a numpy array over the memory of a bytes object"),
         ("import numpy\nt = torch.Tensor(numpy.ndarray((1,), numpy.float32, buffer=numpy.float32(1.5)))", "over the memory of a float32 object"),
         ("import numpy\nb = [numpy.ndarray((2,), numpy.uint8, buffer=b'ab')][0]", "a numpy array over the memory of a bytes object"),
+        # an array of objects over an array of numbers: any number read as a pointer, any object's address as a number
+        ("import numpy\nslots = numpy.ndarray((2,), dtype=object, buffer=numpy.zeros(2, dtype=numpy.int64))", "of Python objects over another array"),
+        ("import numpy\nslots = numpy.ndarray((1,), dtype=[('o', object), ('n', numpy.int64)], buffer=numpy.zeros(2, numpy.int64))", "of Python objects over another array"),
+        ("import numpy\nslots = numpy.ndarray((2,), dtype=numpy.int64, buffer=numpy.array([x, x], dtype=object))", "of numbers over an array of Python objects"),
+        ("import numpy\nslots = numpy.ndarray((2,), dtype=object, buffer=numpy.zeros(2, dtype=numpy.int64))[1:]", "of Python objects over another array"),
+        # objects over objects, read across two pointers, or over a record's number
+        ("import numpy\nslots = numpy.ndarray((1,), dtype=object, buffer=numpy.array([x, x], dtype=object), offset=4)", "of Python objects over another array"),
+        ("import numpy\nslots = numpy.ndarray((2,), dtype=object, buffer=numpy.array([x, x, x], dtype=object), strides=(4,))", "of Python objects over another array"),
+        (
+            "import numpy\nrecords = numpy.zeros(2, dtype=numpy.dtype([('n', numpy.int64), ('o', object)], align=True))\n"
+            "slots = numpy.ndarray((2,), dtype=object, buffer=records, strides=(16,))",
+            "of Python objects over another array",
+        ),
     ],
 )
 def test_each_route_is_refused_at_run_time(source, named):
@@ -297,6 +310,12 @@ def test_a_class_pattern_capture_is_checked_before_its_body():
             "n = numpy.arange(3)\nf, g, h = torch.from_numpy(n), torch.as_tensor(n), torch.asarray(n)\nn[:] = 7\n"
             "y = (t.tolist(), f.tolist(), g.tolist(), h.tolist(), a.tolist(), b.tolist(), m.tolist(), f.dtype)",
             "y == ([0, 1, 2], [0, 1, 2], [0, 1, 2], [0, 1, 2], [9, 1, 2], [0, 9, 2], [0, 1, 9], torch.int64)",
+        ),
+        # arrays of Python objects numpy made, and plain views of them
+        (
+            "import numpy\nitems = numpy.array([x, 'a', 3], dtype=object)\nrows = numpy.empty((2, 2), dtype=object)\nrows[0, 0] = x\n"
+            "y = (items[1:][0], items[::2].tolist()[1], rows.T[0, 0] is x, rows[0][0] is x)",
+            "y == ('a', 3, True, True)",
         ),
         ("match x.dtype:\n    case torch.float32:\n        y = 'f32'\n    case torch.float64:\n        y = 'f64'", "y == 'f32'"),
         # dataclasses' functions through their stand-ins; vars() of a dataclass hands out a copy of its fields

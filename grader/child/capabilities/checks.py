@@ -112,6 +112,14 @@ RULES = "see the Rules in the statement, or `python -m grader rules`"
 OFF_THE_LISTS = "not on this challenge's allow-list"
 WRAPPERS_DEEP = 4  # how many functools.wraps wrappers around a listed function are looked through
 _dict_get = dict.get  # a function's dictionary, read with dict's own method
+# An array's base and dtype, and whether a dtype holds Python objects, read with numpy's own
+# descriptors (C getters), whatever an ndarray subclass defines under those names.
+_array_base = functools.partial(vars(numpy.ndarray)["base"].__get__)
+_array_dtype = functools.partial(vars(numpy.ndarray)["dtype"].__get__)
+_array_flags = functools.partial(vars(numpy.ndarray)["flags"].__get__)
+_has_object = functools.partial(vars(numpy.dtype)["hasobject"].__get__)
+_OBJECT = numpy.dtype(object)  # one object for every plain array of Python objects
+RAW_POINTERS = "which reads or makes raw pointers: make a new array (numpy.array, numpy.zeros) and copy the values into it"
 _UNWRAPPED = object()  # what a function without __wrapped__ has there: nothing a list names
 
 
@@ -464,12 +472,24 @@ class Capabilities:
         return self._substitutes.get(_id(value), value)
 
     def _own_memory(self, array: Any, what: str) -> None:
-        """A numpy array whose memory is numpy's own: at the end of its chain of bases, no Python object
-        (numpy.ndarray(shape, dtype, buffer=some_bytes) shares the memory of an immutable object, and
-        torch.Tensor(array) makes a writable tensor over it) and no tensor (the conversions copy)."""
+        """A numpy array whose memory is numpy's own and holds what it says it holds. At the end of
+        its chain of bases, no Python object: numpy.ndarray(shape, dtype, buffer=some_bytes) shares
+        the memory of an immutable object, and torch.Tensor(array) makes a writable tensor over it.
+        And no pointer read as anything else: numpy makes an array of numbers over an array of
+        Python objects, one of objects over numbers, or one of objects at an offset or with strides
+        that read half of one pointer and half of the next (a number read as a pointer is any
+        object). So an array of numbers has only arrays of numbers below it, and one that holds
+        objects is numpy's own (no base), or an aligned view of plain arrays of objects only.
+        Read with ndarray's and dtype's own descriptors: no property of a subclass runs."""
+        holds_objects = _has_object(_array_dtype(array))
+        view_of_objects = holds_objects and _array_base(array) is not None
         base = array
         while _isinstance(base, numpy.ndarray):
-            base = base.base
+            if view_of_objects and not (_array_dtype(base) is _OBJECT and _array_flags(base).aligned):
+                self.refuse(f"{what}, a numpy array of Python objects over another array's memory, {RAW_POINTERS}")
+            if not holds_objects and _has_object(_array_dtype(base)):
+                self.refuse(f"{what}, a numpy array of numbers over an array of Python objects, {RAW_POINTERS}")
+            base = _array_base(base)
         if base is not None:
             self.refuse(
                 f"{what}, a numpy array over the memory of a {_type_name(_type(base))} object, which no array may share: "
