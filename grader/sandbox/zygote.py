@@ -484,7 +484,8 @@ class ZygoteChild(Child):
         except ServerLost:
             pass
         self.release()  # its processes have ended (or, the server lost, are no longer listed: take_box_uid checks)
-        for fd in [self.request_fd, *self._pidfds]:
+        fds, self._pidfds, self.request_fd = [self.request_fd, *self._pidfds], [], -1
+        for fd in fds:  # forgotten first: a kill or a write after the close must never reach a later child's descriptors of the same numbers
             try:
                 os.close(fd)
             except OSError:
