@@ -138,7 +138,11 @@ def read_source(path: Path, limit: int) -> tuple[bytes, ast.Module]:
         raise reject(f"{error.msg}; submissions are UTF-8: remove the coding declaration") from None
     if declared not in ("utf-8", "utf-8-sig"):
         raise reject(f"the file declares the encoding {declared} (a `# coding:` line); submissions are UTF-8: remove that line")
-    return source, _parse(text, path.name, reject)
+    tree = _parse(text, path.name, reject)
+    if not tree.body:
+        what = "it is empty" if not text.strip() else "only comments and blank lines"
+        raise Rejection(Verdict.INVALID_SUBMISSION, f"{path.name} holds no code ({what}): submit the file with your solution in it")
+    return source, tree
 
 
 def read_notebook(path: Path, limit: int) -> tuple[bytes, ast.Module, Converted]:

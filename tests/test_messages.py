@@ -19,7 +19,7 @@ from grader.formats import FORMATS, Options, render
 from grader.formats.gradescope import to_gradescope
 from grader.formats.prairielearn import to_prairielearn
 from grader.formats.text import ERROR_COLUMN, OUTPUT_SHOWN, render_text
-from grader.judge import PUBLIC_PASSED
+from grader.judge import PUBLIC_PASSED, Rejection, read_submission
 from grader.results import NOT_RUN, CaseResult, Report, Verdict
 from grader.sandbox.output import WITHHELD_OUTPUT, CappedBuffer
 from grader.spec import load_spec
@@ -384,3 +384,13 @@ def test_the_diagnosis_is_in_every_format_for_a_wrong_answer_and_absent_when_acc
         assert "Diagnosis" not in render(accepted, fmt, SPEC, Options()).replace('"diagnosis": []', ""), fmt
     assert "**Diagnosis:** " + wrong.diagnosis[0] in to_gradescope(wrong, SPEC.scoring)["output"]
     assert "Diagnosis: " + wrong.diagnosis[0] in to_prairielearn(wrong, SPEC.scoring)["output"]
+
+
+@pytest.mark.parametrize("text, what", [("", "it is empty"), ("\n  \n", "it is empty"), ("# TODO: write it\n\n", "only comments and blank lines")])
+def test_a_file_without_code_is_told_so_before_any_child_starts(tmp_path, text, what):
+    path = tmp_path / "solution.py"
+    path.write_text(text)
+    with pytest.raises(Rejection) as rejected:
+        read_submission(path, SPEC.limits.source_bytes)
+    assert rejected.value.verdict == Verdict.INVALID_SUBMISSION
+    assert str(rejected.value.message) == f"solution.py holds no code ({what}): submit the file with your solution in it"
