@@ -123,8 +123,15 @@ class ProcessChild(Child):
         return None if self.process.returncode is not None else self.process.pid
 
     def kill(self) -> None:
-        if self.process.returncode is None:
-            self.killed_by_grader = True
+        """SIGKILL the child's process group, while its leader is alive or a zombie. Once reaped, its
+        pid may be any new process's, and the group any new group's: nothing is sent then (exit()
+        ends what the leader left before it reaps it, and the cgroup ends the rest)."""
+        if self.process.returncode is not None:
+            return
+        self.killed_by_grader = True
+        self._kill_group()
+
+    def _kill_group(self) -> None:
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -164,6 +171,7 @@ class ProcessChild(Child):
         if not self._wait_unreaped(wait_seconds):
             self.kill()
             self._wait_unreaped(60)
+        self._kill_group()  # what the leader left in its group, while the leader's zombie keeps the group's id from reuse
         cpu = max(cpu_seconds_used(self.process.pid), self.cpu_seconds() or 0.0)  # before the reaping, which frees its counters
         returncode = self.process.wait()
         return self.ended(returncode_of(returncode) if self._backend.reports_signal_as_status else returncode, cpu)

@@ -295,10 +295,11 @@ class Zygote:
         except OSError:
             pass
         if self.server is not None:
-            try:
-                os.killpg(self.server.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            if self.server.returncode is None:  # not reaped (alive() reaps a server that ended): the id is still its group's
+                try:
+                    os.killpg(self.server.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             self.server.wait()
         if self.server_box is not None:
             self.server_box.release()
