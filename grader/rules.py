@@ -54,6 +54,7 @@ class Forbidden:
 class Group:
     title: str
     names: tuple[str, ...]
+    note: str = ""  # what the statement says of the group beyond its names (a limit on how they are used)
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ class Rules:
                 forms = "the method form of each function above that has one, and the in-place form of each method"
                 listed.insert(0, f"{forms} (`x.exp()`, `x.sum(dim)`, `x.add_(y)`): {len(twins)} in all")
             if listed:
-                lines.append(f"- **{group.title}**: {', '.join(listed)}.")
+                lines.append(f"- **{group.title}**: {', '.join(listed)}{'; ' + group.note if group.note else ''}.")
         lines.append(f"- **Tensor and array attributes**: {', '.join(f'`{_short(name)}`' for name in self.attributes)}.")
         writable = ", ".join(f"`{_short(name)}`" for name in self.writable) or "none"
         lines.append(f"- **Attributes of tensors, arrays and torch's objects you may set**: {writable}; every other is read-only to you.")
@@ -170,7 +171,7 @@ def base_rules(path: Path = BASE_RULES_PATH) -> Rules:
     return Rules(
         modules=tuple(data["modules"]["import"]),
         submodules=tuple(data["modules"]["submodules"]),
-        groups=tuple(Group(table["group"], tuple(table["names"])) for table in data["functions"]),
+        groups=tuple(Group(table["group"], tuple(table["names"]), table.get("note", "")) for table in data["functions"]),
         attributes=tuple(data["attributes"]["names"]),
         writable=tuple(data["attributes"]["writable"]),
         builtins=tuple(data["builtins"]["names"]),
@@ -219,7 +220,7 @@ def narrowed(table: dict[str, Any], gradient: bool, base: Rules | None = None) -
     return Rules(
         modules=kept(base.modules),
         submodules=kept(base.submodules),
-        groups=tuple(Group(group.title, kept(group.names)) for group in base.groups),
+        groups=tuple(Group(group.title, kept(group.names), group.note) for group in base.groups),
         attributes=kept(base.attributes),
         writable=kept(base.writable),
         builtins=kept(base.builtins),

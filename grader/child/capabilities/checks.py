@@ -47,6 +47,7 @@ import torch
 
 from . import rewrite
 from .allowed import DATA, Allowed, class_entry, library_class, resolve
+from .arrays import check_buffers
 from .builtins import guarded_type, restricted_builtins
 from .classes import CLASS_ONLY, defines_raw_memory, getter_of_the_file
 from .slots import (
@@ -116,10 +117,8 @@ _dict_get = dict.get  # a function's dictionary, read with dict's own method
 # descriptors (C getters), whatever an ndarray subclass defines under those names.
 _array_base = functools.partial(vars(numpy.ndarray)["base"].__get__)
 _array_dtype = functools.partial(vars(numpy.ndarray)["dtype"].__get__)
-_array_flags = functools.partial(vars(numpy.ndarray)["flags"].__get__)
 _has_object = functools.partial(vars(numpy.dtype)["hasobject"].__get__)
-_OBJECT = numpy.dtype(object)  # one object for every plain array of Python objects
-RAW_POINTERS = "which reads or makes raw pointers: make a new array (numpy.array, numpy.zeros) and copy the values into it"
+OBJECT_ARRAYS = "with which numpy's own code can be made to read and write raw memory: keep Python objects in a list, and numbers in arrays"
 _UNWRAPPED = object()  # what a function without __wrapped__ has there: nothing a list names
 
 
@@ -197,6 +196,7 @@ class Capabilities:
             if name != "__name__":
                 self._substitute(getattr(builtins, name), value)
         self._builtins = restricted
+        check_buffers(self._judge_buffer)
 
     def refuse(self, what: str, name: str = "") -> NoReturn:
         """Refuse `what`, with the rules' advice for `name` (a qualified name) where they have one."""
@@ -472,29 +472,31 @@ class Capabilities:
         return self._substitutes.get(_id(value), value)
 
     def _own_memory(self, array: Any, what: str) -> None:
-        """A numpy array whose memory is numpy's own and holds what it says it holds. At the end of
-        its chain of bases, no Python object: numpy.ndarray(shape, dtype, buffer=some_bytes) shares
-        the memory of an immutable object, and torch.Tensor(array) makes a writable tensor over it.
-        And no pointer read as anything else: numpy makes an array of numbers over an array of
-        Python objects, one of objects over numbers, or one of objects at an offset or with strides
-        that read half of one pointer and half of the next (a number read as a pointer is any
-        object). So an array of numbers has only arrays of numbers below it, and one that holds
-        objects is numpy's own (no base), or an aligned view of plain arrays of objects only.
-        Read with ndarray's and dtype's own descriptors: no property of a subclass runs."""
-        holds_objects = _has_object(_array_dtype(array))
-        view_of_objects = holds_objects and _array_base(array) is not None
-        base = array
+        """A numpy array of numbers whose memory is numpy's own. No array of Python objects: numpy
+        makes one over an array of numbers (numpy.ndarray(shape, dtype=object, buffer=int64_array):
+        a number read as a pointer is any object), and its object loops call the file's comparisons
+        while they hold pointers they own no reference to (a sort whose comparison empties a slot
+        leaves a freed object in the array). Below it, only arrays of numbers (never a pointer read
+        as a number), and at the end of its chain of bases no Python object:
+        numpy.ndarray(shape, dtype, buffer=some_bytes) shares the memory of an immutable object, and
+        torch.Tensor(array) makes a writable tensor over it. Read with ndarray's and dtype's own
+        descriptors: no property of a subclass runs."""
+        if _has_object(_array_dtype(array)):
+            self.refuse(f"{what}, a numpy array of Python objects (dtype=object), {OBJECT_ARRAYS}")
+        base = _array_base(array)
         while _isinstance(base, numpy.ndarray):
-            if view_of_objects and not (_array_dtype(base) is _OBJECT and _array_flags(base).aligned):
-                self.refuse(f"{what}, a numpy array of Python objects over another array's memory, {RAW_POINTERS}")
-            if not holds_objects and _has_object(_array_dtype(base)):
-                self.refuse(f"{what}, a numpy array of numbers over an array of Python objects, {RAW_POINTERS}")
+            if _has_object(_array_dtype(base)):
+                self.refuse(f"{what}, a numpy array of numbers over an array of Python objects, {OBJECT_ARRAYS}")
             base = _array_base(base)
         if base is not None:
             self.refuse(
                 f"{what}, a numpy array over the memory of a {_type_name(_type(base))} object, which no array may share: "
                 "make a new array (numpy.array, numpy.zeros) and copy the values into it"
             )
+
+    def _judge_buffer(self, array: Any) -> None:
+        """An array numpy.ndarray's constructor made over a buffer, wherever it was called (arrays.py)."""
+        self._own_memory(array, "numpy.ndarray(..., buffer=...) made")
 
     def _check_contents(self, container: Any, what: str) -> None:
         """Every item of a list, tuple, dict, set or dict view, and of the containers inside it, judged
