@@ -14,6 +14,7 @@ import logging
 import os
 import queue
 import secrets
+import select
 import signal
 import socket
 import subprocess
@@ -40,6 +41,7 @@ SERVER_BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv[1]); from child.serv
 START_SECONDS = 180  # importing torch and warming the guard, on a loaded machine
 SPAWN_SECONDS = 60  # a fork and a few system calls; generous for a loaded machine
 FIND_SECONDS = 10
+STOP_SECONDS = 10  # for the processes below a stopped server to end (SIGKILLed: milliseconds, unless the machine is loaded)
 SERVER_LOG_BYTES = 16384
 RETRY_SECONDS = 30  # a server that could not start is tried again, at the next spawn, this long after
 log = logging.getLogger("grader.pool")
@@ -89,6 +91,49 @@ def _children(pid: int) -> list[int]:
 
 
 OUR_DEPTH = len(_nspids(os.getpid())) or 1
+
+
+def _descendants(pid: int) -> list[int]:
+    found, parents = [], [pid]
+    while parents:
+        for child in _children(parents.pop()):
+            if child not in found:
+                found.append(child)
+                parents.append(child)
+    return found
+
+
+def _pidfds(pids: list[int]) -> list[int]:
+    """A pidfd for each process still there: what later signals and waits can name without a pid."""
+    fds = []
+    for pid in pids:
+        try:
+            fds.append(os.pidfd_open(pid))
+        except OSError:  # ended meanwhile
+            pass
+    return fds
+
+
+def _end(pidfds: list[int], seconds: float) -> None:
+    """SIGKILL each process and wait, up to `seconds`, until every one has ended; closes the pidfds."""
+    poller = select.poll()
+    for fd in pidfds:
+        try:
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+        except OSError:  # ended already
+            pass
+        poller.register(fd, select.POLLIN)  # readable once the process has ended
+    waiting, deadline = set(pidfds), time.monotonic() + seconds
+    while waiting and (left := deadline - time.monotonic()) > 0:
+        waiting -= {fd for fd, _ in poller.poll(int(left * 1000) + 1)}
+        for fd in pidfds:
+            if fd not in waiting:
+                try:
+                    poller.unregister(fd)
+                except KeyError:
+                    pass
+    for fd in pidfds:
+        os.close(fd)
 
 
 def _find(parents: list[int], depth: int, inner: int) -> int | None:
@@ -296,10 +341,13 @@ class Zygote:
             pass
         if self.server is not None:
             if self.server.returncode is None:  # not reaped (alive() reaps a server that ended): the id is still its group's
+                tree = _pidfds(_descendants(self.server.pid))  # taken first: the server's end would hand them to init
                 try:
                     os.killpg(self.server.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+                self.server.wait()
+                _end(tree, STOP_SECONDS)  # what the group's kill did not reach, and what was still dying: gone before close() returns
             self.server.wait()
         if self.server_box is not None:
             self.server_box.release()
