@@ -235,6 +235,14 @@ def run(source: str, library: dict | None = None, rules: dict | None = None) -> 
             "numpy.ndarray(..., buffer=...) made, a numpy array over the memory of a bytes object",
         ),
         ("import numpy, itertools\nt = list(itertools.starmap(numpy.ndarray, [((2,), numpy.float32, bytes(8))]))", "numpy.ndarray(..., buffer=...) made"),
+        # a keyword whose __eq__ says "buffer" to numpy's parse and "no" to a second look: every array the constructor makes is judged
+        (
+            "import numpy, functools, operator\nclass Key(str):\n    calls = [0]\n    def __hash__(self):\n        return hash('buffer')\n"
+            "    def __eq__(self, other):\n        Key.calls[0] += 1\n        return Key.calls[0] % 2 == 1\n"
+            "make = functools.partial(numpy.ndarray, **{Key('buffer'): numpy.zeros(1, numpy.int64)})\n"
+            "try:\n    found = list(map(operator.getitem, map(make, [(1,)], [object]), [0]))\nexcept IndexError:\n    pass",
+            "numpy.ndarray(..., buffer=...) made, a numpy array of Python objects",
+        ),
     ],
 )
 def test_each_route_is_refused_at_run_time(source, named):
@@ -326,6 +334,12 @@ def test_a_class_pattern_capture_is_checked_before_its_body():
             "n = numpy.arange(3)\nf, g, h = torch.from_numpy(n), torch.as_tensor(n), torch.asarray(n)\nn[:] = 7\n"
             "y = (t.tolist(), f.tolist(), g.tolist(), h.tolist(), a.tolist(), b.tolist(), m.tolist(), f.dtype)",
             "y == ([0, 1, 2], [0, 1, 2], [0, 1, 2], [0, 1, 2], [9, 1, 2], [0, 9, 2], [0, 1, 9], torch.int64)",
+        ),
+        # a subclass's own copy() is not how the conversions copy (it could hand back the array itself)
+        (
+            "import numpy\nclass Mine(numpy.ndarray):\n    def copy(self):\n        return self\n"
+            "a = numpy.zeros(3, numpy.float32).view(Mine)\nt, u = torch.from_numpy(a), torch.as_tensor(a)\na[0] = 5.0\ny = (t.tolist(), u.tolist())",
+            "y == ([0.0, 0.0, 0.0], [0.0, 0.0, 0.0])",
         ),
         # arrays of numbers over arrays of numbers: views, slices, buffers of numpy's own memory
         (

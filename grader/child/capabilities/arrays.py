@@ -3,10 +3,12 @@ an array over another object's memory, with any dtype, offset and strides. The c
 (isinstance, annotations), so library code can call it where no check of the capability layer runs:
 map(numpy.ndarray, ...) makes the array and hands it to the next library call, and the file only
 ever sees what that call returns. So the check sits in the type itself: its tp_new slot is replaced,
-once per process, by one that makes the array and, when a buffer was given, has the capability
-layer judge it as it judges every array the file meets (Capabilities._own_memory), before anyone
-can use it. Every route to the constructor meets the check: the file's calls, library code's, and
-numpy's own subclasses' (theirs call numpy.ndarray.__new__).
+once per process, by one that makes the array and has the capability layer judge it as it judges
+every array the file meets (Capabilities._own_memory), before anyone can use it. It judges every
+array it makes: whether a buffer was given is the parse's to know (a keyword of the file's whose
+__eq__ answers differently each time would tell numpy "buffer" and a second look "no"). Every route
+to the constructor meets the check: the file's calls, library code's, and numpy's own subclasses'
+(theirs call numpy.ndarray.__new__).
 
 The slot is written with ctypes, through CPython's PyTypeObject layout, which has not changed up to
 tp_new since Python 3.8; the layout is checked against the type before anything is written."""
@@ -92,20 +94,10 @@ def _type_object(kind: type) -> _TypeObject:
     return found
 
 
-def _given_buffer(args: tuple, kwds: int | None) -> bool:
-    """Whether numpy.ndarray(shape, dtype=None, buffer=None, ...) was given a buffer."""
-    if len(args) > 2 and args[2] is not None:
-        return True
-    if kwds:
-        keywords = ctypes.cast(kwds, ctypes.py_object).value  # the dict the interpreter made for the call
-        return dict.get(keywords, "buffer") is not None
-    return False
-
-
 def check_buffers(judge: Callable[[Any], None]) -> None:
-    """Have `judge(array)` see every array numpy.ndarray's constructor makes over a buffer, before
-    it is returned: it refuses (and does not return) or accepts. Installed once per process; a later
-    call only changes the judge (a pool's child judges with its own capability layer)."""
+    """Have `judge(array)` see every array numpy.ndarray's constructor makes, before it is returned:
+    it refuses (and does not return) or accepts. Installed once per process; a later call only
+    changes the judge (a pool's child judges with its own capability layer)."""
     _JUDGE[:] = [judge]
     if _KEEP:
         return
@@ -114,11 +106,10 @@ def check_buffers(judge: Callable[[Any], None]) -> None:
 
     def checked_new(subtype: Any, args: tuple, kwds: int | None) -> Any:
         made = original(subtype, args, kwds)
-        if _given_buffer(args, kwds):
-            try:
-                _JUDGE[0](made)
-            except BaseException:  # noqa: BLE001 - a refusal that raises (where it does not end the run, as in tests): it is recorded, and the array is not handed out
-                return numpy.empty(0)  # (an exception cannot leave a ctypes callback: it would be lost)
+        try:  # every array it made, buffer or not: whether a buffer was given is numpy's parse to know, not ours
+            _JUDGE[0](made)
+        except BaseException:  # noqa: BLE001 - a refusal that raises (where it does not end the run, as in tests): it is recorded, and the array is not handed out
+            return numpy.empty(0)  # (an exception cannot leave a ctypes callback: it would be lost)
         return made
 
     replacement = _NEWFUNC(checked_new)

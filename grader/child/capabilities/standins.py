@@ -59,7 +59,8 @@ def unshared(value: Any) -> Any:
     """A numpy array copied, anything else as it is: memory shared between an array and a tensor
     takes numpy's writes without torch's version counter seeing them, so an index tensor autograd
     saved could be rewritten between the forward and the backward."""
-    return value.copy() if _isinstance(value, NDARRAY) else value  # (and its subclasses)
+    # numpy's own copy into a plain array: a subclass's copy() is the file's code (it could return the array itself)
+    return numpy.array(value, copy=True, subok=False) if _isinstance(value, NDARRAY) else value
 
 
 def copying_numpy(tensor: Any, *, force: bool = False) -> Any:
