@@ -78,6 +78,7 @@ COPIED = (
     "grader/child/guard.py",
     "grader/child/capabilities/__init__.py",
     "grader/child/capabilities/allowed.py",
+    "grader/child/capabilities/arrays.py",
     "grader/child/capabilities/builtins.py",
     "grader/child/capabilities/checks.py",
     "grader/child/capabilities/classes.py",
