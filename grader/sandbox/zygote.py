@@ -125,13 +125,9 @@ def _end(pidfds: list[int], seconds: float) -> None:
         poller.register(fd, select.POLLIN)  # readable once the process has ended
     waiting, deadline = set(pidfds), time.monotonic() + seconds
     while waiting and (left := deadline - time.monotonic()) > 0:
-        waiting -= {fd for fd, _ in poller.poll(int(left * 1000) + 1)}
-        for fd in pidfds:
-            if fd not in waiting:
-                try:
-                    poller.unregister(fd)
-                except KeyError:
-                    pass
+        for fd, _ in poller.poll(int(left * 1000) + 1):
+            poller.unregister(fd)
+            waiting.discard(fd)
     for fd in pidfds:
         os.close(fd)
 
