@@ -539,6 +539,7 @@ def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.Buffe
         _exit(0)
 
     capabilities = checks.Capabilities(config, refused)
+    arrays.refuse_object_arrays(capabilities.refuse_object_array, wire.EXIT_REFUSED_UNTOLD)
     compiled = compile_ahead(submission)  # (nothing of it runs before the start frame)
     sys.argv[:] = [os.path.basename(submission)]  # the channel's descriptors are nobody's business
     torch.set_num_threads(1)

@@ -4,7 +4,8 @@
   through the checks, then compiled from the very text the grader checked;
 - checks.py: the run-time checks (Capabilities), on every read, write, class and value;
 - allowed.py: the rules' allow-lists resolved to the objects they name, once per process;
-- arrays.py: numpy.ndarray's constructor, checked in its type whoever calls it;
+- arrays.py: what numpy makes, checked where numpy makes it: numpy.ndarray's constructor, and no
+  array of Python objects;
 - builtins.py: the restricted built-ins and the stand-in for `type`;
 - standins.py: the library functions the file gets checked versions of (conversions copy);
 - classes.py: what any class's namespace may hold, whatever built it;
