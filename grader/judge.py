@@ -104,10 +104,15 @@ def _parse(text: str, name: str, reject: Callable[[str], Rejection], where: Call
     names line L for the message (a notebook's cell and line). Parses under _PARSING."""
     try:
         with _PARSING:
-            return ast.parse(text, filename=name)
+            tree = ast.parse(text, filename=name)
+            # What only the compiler finds: a misplaced __future__ import, `return` or `yield` outside a function.
+            compile(tree, name, "exec", dont_inherit=True)
+            return tree
     except SyntaxError as error:
         at = f"{where(error.lineno)}, column {error.offset}" if error.lineno else "unknown position"
-        shown = f"\n    {error.text.rstrip()}" if error.text else ""
+        lines = text.splitlines()
+        line = error.text or (lines[error.lineno - 1] if error.lineno and error.lineno <= len(lines) else "")  # (the compiler's errors carry no text)
+        shown = f"\n    {line.rstrip()}" if line.strip() else ""
         raise reject(f"syntax error at {at}: {error.msg}{shown}") from None
     except ValueError as error:  # e.g. NUL bytes
         raise reject(f"cannot be parsed: {error}") from None

@@ -120,8 +120,11 @@ def test_unusable_spec_is_a_grader_error_of_the_set_up(tmp_path):
         # Python would decode the file as UTF-7: another program than the UTF-8 text checked
         (b"#!/usr/bin/env python\n# coding: utf-7\nx = 1 +AAo-import os\n", "declares the encoding utf-7"),
         (b"# -*- coding: no-such-codec -*-\n", "unknown encoding"),
+        # errors only the compiler finds, not the parser
+        (b"import torch\nfrom __future__ import annotations\n", "line 2, column 1: from __future__ imports must occur at the beginning of the file\n    from __future__"),
+        (b"def mlm_forward_tied(*args):\n    pass\nreturn None\n", "line 3, column 1: 'return' outside function"),
     ],
-    ids=["too-large", "nul-byte", "syntax", "not-utf8", "utf-7", "unknown-codec"],
+    ids=["too-large", "nul-byte", "syntax", "not-utf8", "utf-7", "unknown-codec", "misplaced-future", "return-outside"],
 )
 @pytest.mark.sandbox
 def test_unreadable_sources_are_compile_errors(tmp_path, content, why):
