@@ -42,6 +42,8 @@ REFUSED = [
     "numpy.frompyfunc(lambda v: v, 1, 1)(numpy.arange(3))",  # its loops make object arrays
     "numpy.full(2, Mine())",
     "numpy.sort([Mine(), Mine()])",
+    "numpy.array(['a', 'bc'], dtype='T')",  # numpy's variable-width strings hold pointers too
+    "numpy.arange(3).astype(numpy.dtypes.StringDType())",
 ]
 
 MADE = [
@@ -51,6 +53,7 @@ MADE = [
     "numpy.array([(1, 2.0)], dtype='i4,f8')",
     "numpy.dtype(object)",  # the dtype alone holds nothing
     "numpy.ones((2, 3)).sum(axis=0)",
+    "numpy.array(['a', 'bc'])",  # fixed-width strings hold no pointer
 ]
 
 

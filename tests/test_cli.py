@@ -121,7 +121,7 @@ def test_unusable_spec_is_a_grader_error_of_the_set_up(tmp_path):
         (b"#!/usr/bin/env python\n# coding: utf-7\nx = 1 +AAo-import os\n", "declares the encoding utf-7"),
         (b"# -*- coding: no-such-codec -*-\n", "unknown encoding"),
         # errors only the compiler finds, not the parser
-        (b"import torch\nfrom __future__ import annotations\n", "line 2, column 1: from __future__ imports must occur at the beginning of the file\n    from __future__"),
+        (b"import torch\nfrom __future__ import annotations\n", "line 2, column 1: from __future__ imports must occur at the beginning of the file"),
         (b"def mlm_forward_tied(*args):\n    pass\nreturn None\n", "line 3, column 1: 'return' outside function"),
     ],
     ids=["too-large", "nul-byte", "syntax", "not-utf8", "utf-7", "unknown-codec", "misplaced-future", "return-outside"],

@@ -49,7 +49,7 @@ FORBIDDEN_NAMES = {
     "sparse_result": "torch.Tensor.to_sparse",
     "softmax_as_logsumexp_gradient": "torch.autograd.grad is forbidden (calling autograd from your code",
     "storage_from_file": "torch.UntypedStorage is not on this challenge's allow-list",
-    "structured_array_with_object_field": "a numpy array of Python objects (dtype=object, or a structured dtype with an object field)",
+    "structured_array_with_object_field": "a numpy array of Python objects or pointers (dtype=object, a structured dtype with an object field",
     "tensor_method": ".softmax",
     "torch_c_nn": "torch._C",
     "torch_ops_aten": "torch.ops",

@@ -18,9 +18,11 @@ empties the array leaves a freed object in it, which numpy then writes back. Lib
 such an array and hand it on where no check of the file's values runs (map(numpy.array, rows,
 [object])), so numpy never makes one in the child: every array numpy allocates passes through
 PyArray_NewFromDescr_int, which asks the dtype's class to finalize the dtype first (the DType slot
-finalize_descr, empty for numpy's own object and structured dtypes). That slot of ObjectDType and
-VoidDType is set to one that refuses a dtype holding objects (dtype=object, or a structured dtype with
-an object field) before any memory is allocated. Every other way to an array of objects starts from
+finalize_descr, empty for numpy's own object and structured dtypes). That slot of ObjectDType,
+VoidDType and StringDType is set to one that refuses a dtype holding references (dtype=object, a
+structured dtype with an object field, numpy's variable-width strings, dtype="T", whose arrays hold
+pointers into an allocator numpy holds while it calls the file's __str__) before any memory is
+allocated. Every other way to an array of objects starts from
 one that was allocated (a view, a pickle's state, numpy's own buffers cast from numbers never hold the
 file's objects; ndarray.__setstate__ is on no list), and numpy refuses to make one over memory it did
 not allocate (a buffer, an __array_interface__, a view changing a dtype to or from one with objects).
@@ -157,7 +159,7 @@ _FINALIZE = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object)
 _OBJECTS: list[Callable[[], NoReturn]] = []  # what refuses an array of objects: the child's
 _EXIT: list[int] = []  # the status the process ends with if that returns
 _KEEP_FINALIZE: list[Any] = []
-_DTYPE_KINDS = {"ObjectDType": (17, numpy.object_), "VoidDType": (20, numpy.void)}  # type_num and scalar type
+_DTYPE_KINDS = {"ObjectDType": (17, numpy.object_), "VoidDType": (20, numpy.void), "StringDType": (2056, str)}  # type_num and scalar type
 _SLOT_NAMES = (  # NPY_DType_Slots, numpy 2.4 (numpy/_core/src/multiarray/dtypemeta.h), up to castingimpls
     "discover_descr_from_pyobject",
     "is_known_scalar_type",
@@ -227,11 +229,18 @@ def refuse_object_arrays(refuse: Callable[[], NoReturn], exit_status: int) -> No
     slots = [_dtype_slots(kind) for kind in kinds]
     if any(slot.finalize_descr is not None for slot in slots):
         raise RuntimeError("numpy's object or structured dtypes finalize their dtypes themselves: arrays of Python objects cannot be refused")
+    # numpy's variable-width strings (dtype "T") keep pointers into an allocator of their own and call
+    # str() on the file's objects while they hold it; every one of its dtypes holds references, so its
+    # own finalization (which gives each array its allocator) is never reached: the slot refuses.
+    strings = _dtype_slots(numpy.dtypes.StringDType)
+    if strings.finalize_descr is None or not vars(numpy.dtype)["hasobject"].__get__(numpy.dtype("T")):
+        raise RuntimeError("numpy's variable-width strings are not laid out as expected: arrays of Python objects cannot be refused")
+    slots.append(strings)
     has_object = vars(numpy.dtype)["hasobject"].__get__
     end = os._exit
 
     def finalize(descr: Any) -> Any:
-        if has_object(descr):  # dtype=object, a structured dtype with an object field, a subarray of objects
+        if has_object(descr):  # dtype=object, a structured dtype with an object field, a subarray of objects, dtype="T"
             try:
                 _OBJECTS[0]()
             finally:  # (an exception cannot leave a ctypes callback, and numpy would go on with what came back)

@@ -495,8 +495,9 @@ class Capabilities:
             )
 
     def refuse_object_array(self) -> NoReturn:
-        """numpy about to make an array holding Python objects, wherever it was asked (arrays.py)."""
-        self._refuse(f"a numpy array of Python objects (dtype=object, or a structured dtype with an object field), {OBJECT_ARRAYS}")
+        """numpy about to make an array holding Python objects or pointers, wherever it was asked (arrays.py)."""
+        kinds = "dtype=object, a structured dtype with an object field, or numpy's variable-width strings, dtype='T'"
+        self._refuse(f"a numpy array of Python objects or pointers ({kinds}), {OBJECT_ARRAYS}")
 
     def _judge_buffer(self, array: Any) -> None:
         """An array numpy.ndarray's constructor made over a buffer, wherever it was called (arrays.py)."""
