@@ -476,17 +476,30 @@ def _audit_hook(guard: Guard, modules: list[ModuleType]) -> Any:
                     return f"the kernels of {qualified} were changed"
         return None
 
+    handler_code, getframe = _FunctionWatch.__torch_function__.__code__, sys._getframe
+
+    def inside_handler() -> bool:
+        """Whether the function mode's own handler is running below: torch takes the mode off the
+        stack while its handler runs (a refusal of a special method torch called back finds it so)."""
+        frame = getframe(1)
+        while frame is not None:
+            if frame.f_code is handler_code:
+                return True
+            frame = frame.f_back
+        return False
+
     def tampering(full: bool) -> str | None:
         """What was changed in the guard, or None. full: the whole picture, with a larger window
         of the kernels."""
-        if not (function_stack_len() == 1 and function_stack_at(0) is function_watch):
+        handling = function_stack_len() == 0 and inside_handler()  # (then torch turned modes off for the handler itself)
+        if not handling and not (function_stack_len() == 1 and function_stack_at(0) is function_watch):
             return "its function mode is no longer alone on the torch function mode stack"
         if dispatch_stack_len() != 0:
             return "a dispatch mode was pushed on the torch dispatch mode stack"
         for key in infra_keys:
             if infra_mode(key) is not None:
                 return "a dispatch mode was set"
-        if not (function_handling_on() and function_modes_on()):
+        if not handling and not (function_handling_on() and function_modes_on()):
             return "torch function handling was turned off"
         for label, mapping, size in sizes:
             if count(mapping) != size:

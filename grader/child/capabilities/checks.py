@@ -49,6 +49,7 @@ from . import rewrite
 from .allowed import DATA, Allowed, class_entry, library_class, resolve
 from .arrays import check_buffers
 from .builtins import guarded_type, restricted_builtins
+from .callers import Callers, probe
 from .classes import CLASS_ONLY, defines_raw_memory, getter_of_the_file
 from .slots import (
     HEAP_TYPE,
@@ -118,6 +119,30 @@ _dict_get = dict.get  # a function's dictionary, read with dict's own method
 _array_base = functools.partial(vars(numpy.ndarray)["base"].__get__)
 _array_dtype = functools.partial(vars(numpy.ndarray)["dtype"].__get__)
 _has_object = functools.partial(vars(numpy.dtype)["hasobject"].__get__)
+_getframe = sys._getframe
+_CALLERS: list[Callers] = []  # made and tried once per process (a pool's children inherit the server's)
+
+
+def _process_callers() -> Callers:
+    if not _CALLERS:
+        callers = Callers()
+        probe(callers)
+        _CALLERS.append(callers)
+    return _CALLERS[0]
+
+
+def _library_name(path: str) -> str:
+    """numpy, torch or the shared object's name, for a message."""
+    for library in ("numpy", "torch"):
+        if f"/{library}/" in path:
+            return library
+    return path.rsplit("/", 1)[-1]
+
+
+CALLED_BACK = (
+    "which it calls while it holds memory your code could free (the items of a list it walks): hand numpy and torch "
+    "numbers, lists of numbers and tensors, not objects of your classes"
+)
 OBJECT_ARRAYS = "with which numpy's own code can be made to read and write raw memory: keep Python objects in a list, and numbers in arrays"
 _UNWRAPPED = object()  # what a function without __wrapped__ has there: nothing a list names
 
@@ -197,6 +222,7 @@ class Capabilities:
                 self._substitute(getattr(builtins, name), value)
         self._builtins = restricted
         check_buffers(self._judge_buffer)
+        self._callers = _process_callers()
 
     def refuse(self, what: str, name: str = "") -> NoReturn:
         """Refuse `what`, with the rules' advice for `name` (a qualified name) where they have one."""
@@ -493,6 +519,25 @@ class Capabilities:
                 f"{what}, a numpy array over the memory of a {_type_name(_type(base))} object, which no array may share: "
                 "make a new array (numpy.array, numpy.zeros) and copy the values into it"
             )
+
+    def called(self, line: int = 0) -> None:
+        """A special method of the file's classes starts: refused if library C code called it (callers.py)."""
+        self._check_callers(_getframe(1), "called")
+
+    def resumed(self, value: Any, line: int = 0) -> Any:
+        """A generator of the file's resumed at a `yield`: refused if library C code resumed it, and
+        the value sent in checked."""
+        self._check_callers(_getframe(1), "resumed")
+        return self.check_value(value, "a value sent into a generator", line)
+
+    def _check_callers(self, frame: FrameType, how: str) -> None:
+        library = self._callers.library_between(frame, self._is_files)
+        if library is not None:
+            name = frame.f_code.co_qualname
+            self.refuse(f"{name} of your file, {how} by {_library_name(library)}'s C code, {CALLED_BACK}")
+
+    def _is_files(self, frame: FrameType) -> bool:
+        return frame.f_code.co_filename == self.filename
 
     def refuse_object_array(self) -> NoReturn:
         """numpy about to make an array holding Python objects or pointers, wherever it was asked (arrays.py)."""
@@ -838,7 +883,9 @@ class Capabilities:
             rewrite.ITEMS: self.items,
             rewrite.UNPACKED: self.unpacked,
             rewrite.DECORATOR: self.decorator,
-            rewrite.BOUND: self.check_value,  # a value someone else bound: a parameter, `with`/`except ... as`, `yield`, `await`
+            rewrite.BOUND: self.check_value,  # a value someone else bound: a parameter, `with`/`except ... as`, `await`
+            rewrite.CALLED: self.called,
+            rewrite.RESUMED: self.resumed,
             rewrite.AUGMENTED_ATTRIBUTE: self.augmented_attribute,
             rewrite.AUGMENTED_ITEM: self.augmented_item,
         }

@@ -14,8 +14,13 @@ from types import CodeType
 from typing import Any
 
 PREFIX = "__mlm_"  # names the rewrite adds; a file may not use names starting with it
-NAMES = ("getattr", "getitem", "write", "own_class", "check", "subject", "augmented_attribute", "augmented_item", "result", "items", "unpacked", "decorator")
-GETATTR, GETITEM, WRITE, OWN_CLASS, CHECK, SUBJECT, AUGMENTED_ATTRIBUTE, AUGMENTED_ITEM, RESULT, ITEMS, UNPACKED, DECORATOR = (f"{PREFIX}{n}__" for n in NAMES)
+NAMES = (
+    "getattr", "getitem", "write", "own_class", "check", "subject", "augmented_attribute", "augmented_item", "result", "items",
+    "unpacked", "decorator", "called", "resumed",
+)  # fmt: skip
+GETATTR, GETITEM, WRITE, OWN_CLASS, CHECK, SUBJECT, AUGMENTED_ATTRIBUTE, AUGMENTED_ITEM, RESULT, ITEMS, UNPACKED, DECORATOR, CALLED, RESUMED = (
+    f"{PREFIX}{n}__" for n in NAMES
+)
 BOUND = f"{PREFIX}bound__"
 
 AUGMENTED = {
@@ -141,6 +146,10 @@ def _checked_bindings(names: list[str], what: str, node: ast.AST) -> list[ast.st
     return [ast.copy_location(ast.Assign(targets=[ast.Name(id=n, ctx=ast.Store())], value=_checked_binding(n, what, node)), node) for n in names]
 
 
+def _is_special(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
 def _check_bindings(node: ast.AST) -> None:
     """Values bound by someone else than the file's code are checked where they enter: the
     parameters of every function the file writes (library code calls them back with its own
@@ -150,6 +159,8 @@ def _check_bindings(node: ast.AST) -> None:
         docstring = isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant) and isinstance(node.body[0].value.value, str)
         at = 1 if docstring else 0
         node.body[at:at] = _checked_bindings(_parameters(node.args), f"the argument {{}} of {node.name}()", node)
+        if _is_special(node.name):  # who called it is checked first (callers.py): library C code may not
+            node.body.insert(at, ast.copy_location(ast.Expr(_call(CALLED, node)), node))
     elif isinstance(node, ast.Lambda) and _parameters(node.args):
         # no statement fits in a lambda: `lambda x: body` becomes `lambda x: body if (x := check(x),) else None`
         names = _parameters(node.args)
@@ -174,7 +185,9 @@ def _rewrite_child(node: ast.AST) -> ast.AST:
         node.checked = True  # type: ignore[attr-defined] - visited again as the argument of its check
         if isinstance(node, ast.Call):
             return _call(RESULT, node, node)
-        return _call(BOUND, node, node, ast.Constant("what `await` returned" if isinstance(node, ast.Await) else "a value sent into a generator"))
+        if isinstance(node, ast.Await):
+            return _call(BOUND, node, node, ast.Constant("what `await` returned"))
+        return _call(RESUMED, node, node)  # a generator resumed: by whom is checked, as for a special method
     _check_bindings(node)
     if isinstance(node, ast.For) or (isinstance(node, ast.comprehension) and not node.is_async):
         node.iter = _call(ITEMS, node.iter, node.iter, ast.Constant(_shape(node.target)))

