@@ -33,7 +33,10 @@ GRADER_MODULES = [
     # the sandbox the kit runs: bubblewrap, else a plain process; not the uid or docker backends nor the zygote
     *(f"grader/sandbox/{name}.py" for name in ("__init__", "backends", "boxes", "bubblewrap", "child", "limits", "output", "process", "seccomp", "workdir")),
     *(f"grader/child/{name}.py" for name in ("__init__", "guard", "runner", "vjp", "walls", "wire")),
-    *(f"grader/child/capabilities/{name}.py" for name in ("__init__", "allowed", "arrays", "builtins", "checks", "classes", "rewrite", "slots", "standins")),
+    *(
+        f"grader/child/capabilities/{name}.py"
+        for name in ("__init__", "allowed", "arrays", "builtins", "callers", "checks", "classes", "rewrite", "slots", "standins")
+    ),
     "grader/formats/__init__.py",
     "grader/formats/text.py",
     "grader/formats/points.py",

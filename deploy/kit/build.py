@@ -79,6 +79,7 @@ COPIED = (
     "grader/child/capabilities/__init__.py",
     "grader/child/capabilities/allowed.py",
     "grader/child/capabilities/arrays.py",
+    "grader/child/capabilities/callers.py",
     "grader/child/capabilities/builtins.py",
     "grader/child/capabilities/checks.py",
     "grader/child/capabilities/classes.py",

@@ -7,6 +7,8 @@
 - arrays.py: what numpy makes, checked where numpy makes it: numpy.ndarray's constructor, and no
   array of Python objects;
 - builtins.py: the restricted built-ins and the stand-in for `type`;
+- callers.py: who called the file's special method: the interpreter may, numpy's and torch's C code
+  may not;
 - standins.py: the library functions the file gets checked versions of (conversions copy);
 - classes.py: what any class's namespace may hold, whatever built it;
 - slots.py: reads through the built-in types' own slots.
