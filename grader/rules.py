@@ -149,7 +149,10 @@ class Rules:
         refused = sorted(name for name in vars(builtins) if not name.startswith("_") and name not in self.builtins)
         lines.append(f"- **Built-ins**: every built-in function, type and exception but {', '.join(f'`{name}`' for name in refused)}.")
         methods = [f"`{name}`" for name in self.define if name not in NOT_METHODS]
-        lines.append(f"- **Special methods your classes may define**: {', '.join(methods)}.")
+        lines.append(
+            f"- **Special methods your classes may define**: {', '.join(methods)}; Python calls them, numpy's and torch's "
+            "C code may not (hand numpy and torch numbers, lists of numbers and tensors, not objects of your classes)."
+        )
         return "\n".join(lines)
 
 
