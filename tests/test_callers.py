@@ -26,7 +26,7 @@ def files_code(frame) -> bool:
 class Recording:
     """What the walk found each time one of the special methods ran."""
 
-    METHODS = ("__len__", "__getitem__", "__float__", "__index__", "__bool__", "__str__", "rows")
+    METHODS = ("__len__", "__getitem__", "__float__", "__index__", "__bool__", "__str__", "rows", "forward", "backward")
 
     def _record(self) -> None:
         Recorder.found.append(CALLERS.library_between(sys._getframe(1), files_code))
@@ -87,6 +87,25 @@ class Rows:
             yield value
 
 
+class Twice(torch.autograd.Function):
+    """torch's autograd runs forward from Function.apply's C code and backward from its engine."""
+
+    @staticmethod
+    def forward(ctx, x):
+        Recorder.found.append(CALLERS.library_between(sys._getframe(), files_code))
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        Recorder.found.append(CALLERS.library_between(sys._getframe(), files_code))
+        return grad * 2
+
+
+def twice_backward() -> None:
+    x = torch.ones(2, requires_grad=True)
+    Twice.apply(x).sum().backward()
+
+
 def found_by(call) -> list:
     Recorder.found = []
     call()
@@ -105,6 +124,7 @@ ALLOWED = {
     "bool in an if": lambda: 1 if Scalar() else 0,
     "a generator the file's loop resumes": lambda: list(Rows()),
     "torch.vmap of a function of the file's": lambda: torch.vmap(lambda row: row * len(Recorder()))(torch.ones(2, 3)),
+    "torch.autograd.Function's forward and backward": twice_backward,
 }
 
 REFUSED = {

@@ -31,6 +31,7 @@ from types import FrameType
 from typing import Any
 
 import numpy
+import torch
 
 _DEPTH = 512  # native return addresses read at most: a run of C code deeper than that is refused
 
@@ -65,6 +66,8 @@ class Callers:
         self._eval = eval_address
         self._interpreter = {self._object_of(eval_address), self._object_of(ctypes.cast(ctypes.pythonapi.PyObject_Size, ctypes.c_void_p).value)}
         self._standard_library = str(sysconfig.get_config_var("DESTSHARED") or "\0") + "/"
+        self._forward_apply = vars(torch.autograd.function.Function)["apply"].__func__.__code__
+        self._backward_apply = torch.autograd.function.BackwardCFunction.apply.__code__
         self._check_layout(sys._getframe())
 
     def _object_of(self, address: int) -> str:
@@ -101,33 +104,47 @@ class Callers:
         return found
 
     def library_between(self, frame: FrameType, is_files: Callable[[FrameType], bool]) -> str | None:
-        """The shared object of the first library C code found between `frame` (the file's special
-        method or resumed generator, running now) and the nearest frame of the file's code below it
-        (`is_files`), or None when only Python code and CPython's own C code lie between."""
-        count = self._backtrace(self._buffer, _DEPTH)
-        kinds = [self._kind(self._buffer[i]) for i in range(count)]
-        evals = [i for i, (kind, _) in enumerate(kinds) if kind == EVAL]
-        run = 0  # the run of C code below the interpreter frame running the Python frames of this group
+        """The shared object of the first library C code found between `frame` (the file's code,
+        running now) and the nearest frame of the file's code below it (`is_files`), or None when
+        only Python code and CPython's own C code lie between, or torch's autograd running the
+        file's torch.autograd.Function (`Function.apply` calling its forward and setup_context,
+        the backward engine calling `BackwardCFunction.apply`, which calls its backward)."""
+        runs: list[bool] = []  # for each run of C code below `frame`, down to the file's code: whether it is torch's autograd's
         current: FrameType | None = frame
         first = True
         while current is not None:
-            # the Python frames this interpreter frame runs: down to the one it entered from C
-            while current is not None:
+            group_entry: FrameType | None = None
+            while current is not None:  # the Python frames one interpreter frame runs: down to the one it entered from C
                 if not first and is_files(current):
-                    return None  # the file's own code is below, with nothing but the checked runs between
+                    return self._library_in(runs)
                 first = False
-                entered = self._is_entry(current)
-                current = current.f_back
-                if entered:
+                if self._is_entry(current):
+                    group_entry = current
+                    current = current.f_back
                     break
+                current = current.f_back
             if current is None:
-                return None  # the process's first frame: nothing of the file's below
+                return self._library_in(runs)  # the process's first frame: nothing of the file's below
+            autograd = (group_entry is not None and group_entry.f_code is self._backward_apply) or current.f_code is self._forward_apply
+            runs.append(autograd)
+        return self._library_in(runs)
+
+    def _library_in(self, runs: list[bool]) -> str | None:
+        """The first library C code in the runs of C code below the running frame (the first
+        len(runs) of them), skipping those of torch's autograd; None if there is none."""
+        if all(runs):
+            return None  # (no run at all: the file's code called this one from Python)
+        count = self._backtrace(self._buffer, _DEPTH)
+        kinds = [self._kind(self._buffer[i]) for i in range(count)]
+        evals = [i for i, (kind, _) in enumerate(kinds) if kind == EVAL]
+        for run, autograd in enumerate(runs):
             if run + 1 >= len(evals):
                 return "C code too deep to read"  # (unread: refused, never passed)
+            if autograd:
+                continue
             for kind, name in kinds[evals[run] + 1 : evals[run + 1]]:
                 if kind == LIBRARY:
                     return name
-            run += 1
         return None
 
 

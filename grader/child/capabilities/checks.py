@@ -521,7 +521,9 @@ class Capabilities:
             )
 
     def called(self, line: int = 0) -> None:
-        """A special method of the file's classes starts: refused if library C code called it (callers.py)."""
+        """A function of the file's starts (a generator: its first run, an `except` or `finally` block
+        a `throw` or `close` reaches; a generator expression: each resume): refused if library C code
+        called it (callers.py)."""
         self._check_callers(_getframe(1), "called")
 
     def resumed(self, value: Any, line: int = 0) -> Any:
@@ -534,7 +536,7 @@ class Capabilities:
         library = self._callers.library_between(frame, self._is_files)
         if library is not None:
             name = frame.f_code.co_qualname
-            self.refuse(f"{name} of your file, {how} by {_library_name(library)}'s C code, {CALLED_BACK}")
+            self.refuse(f"{name}() of your file, {how} by {_library_name(library)}'s C code, {CALLED_BACK}")
 
     def _is_files(self, frame: FrameType) -> bool:
         return frame.f_code.co_filename == self.filename

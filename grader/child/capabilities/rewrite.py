@@ -150,6 +150,44 @@ def _is_special(name: str) -> bool:
     return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
 
+def _called_statement(node: ast.AST) -> ast.stmt:
+    return ast.copy_location(ast.Expr(_call(CALLED, node)), node)
+
+
+def _own_scope(function: ast.AST) -> list[ast.AST]:
+    """The nodes of a function's own scope: not those of the functions, lambdas, classes and
+    comprehensions inside it."""
+    found, stack = [], list(ast.iter_child_nodes(function))
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)):
+            stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _check_reentries(function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    """A generator is entered again where its `yield`s resume (checked there) and where `throw` and
+    `close` raise into it: the code that then runs first is an `except` or `finally` block, or
+    what follows a `with` block whose context manager swallowed the exception. Each starts with
+    the check of who called."""
+    nodes = _own_scope(function)
+    if not any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in nodes):
+        return
+    for node in [function, *nodes]:
+        if isinstance(node, ast.ExceptHandler):
+            node.body.insert(0, _called_statement(node))
+        for field in ("body", "orelse", "finalbody"):
+            statements = getattr(node, field, None)
+            if not isinstance(statements, list) or not statements or not isinstance(statements[0], ast.stmt):
+                continue
+            if field == "finalbody":
+                statements.insert(0, _called_statement(node))
+            for index in range(len(statements) - 1, -1, -1):
+                if isinstance(statements[index], (ast.With, ast.AsyncWith)):
+                    statements.insert(index + 1, _called_statement(statements[index]))
+
+
 def _check_bindings(node: ast.AST) -> None:
     """Values bound by someone else than the file's code are checked where they enter: the
     parameters of every function the file writes (library code calls them back with its own
@@ -159,13 +197,19 @@ def _check_bindings(node: ast.AST) -> None:
         docstring = isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant) and isinstance(node.body[0].value.value, str)
         at = 1 if docstring else 0
         node.body[at:at] = _checked_bindings(_parameters(node.args), f"the argument {{}} of {node.name}()", node)
-        if _is_special(node.name):  # who called it is checked first (callers.py): library C code may not
-            node.body.insert(at, ast.copy_location(ast.Expr(_call(CALLED, node)), node))
-    elif isinstance(node, ast.Lambda) and _parameters(node.args):
-        # no statement fits in a lambda: `lambda x: body` becomes `lambda x: body if (x := check(x),) else None`
+        node.body.insert(at, _called_statement(node))  # who called it is checked first (callers.py): library C code may not
+        _check_reentries(node)
+    elif isinstance(node, ast.Lambda):
+        # no statement fits in a lambda: `lambda x: body` becomes `lambda x: body if (called(), x := check(x)) else None`
         names = _parameters(node.args)
         checks = [ast.NamedExpr(target=ast.Name(id=n, ctx=ast.Store()), value=_checked_binding(n, "the argument {} of a lambda", node)) for n in names]
-        node.body = ast.copy_location(ast.IfExp(test=ast.Tuple(elts=checks, ctx=ast.Load()), body=node.body, orelse=ast.Constant(None)), node.body)
+        test = ast.Tuple(elts=[_call(CALLED, node), *checks], ctx=ast.Load())
+        node.body = ast.copy_location(ast.IfExp(test=test, body=node.body, orelse=ast.Constant(None)), node.body)
+    elif isinstance(node, ast.GeneratorExp):
+        # resumed by whoever iterates it: each clause's conditions start with the check, so that no code of the
+        # file's (a condition, the element, an inner clause's iterable) runs after a resume before it
+        for clause in node.generators:
+            clause.ifs.insert(0, ast.copy_location(ast.Compare(left=_call(CALLED, node), ops=[ast.Is()], comparators=[ast.Constant(None)]), node))
     elif isinstance(node, (ast.With, ast.AsyncWith)):
         names = [name for item in node.items for name in _stored_names(item.optional_vars)]
         node.body[0:0] = _checked_bindings(names, "the value `with ... as {}` bound", node)

