@@ -436,6 +436,7 @@ def _not_started(child: Child, error: Exception, limits: Limits) -> str:
         what = f"did not start within {limits.startup_seconds:g} s (is the grader's machine overloaded?)"
     elif isinstance(error, ChildGone):
         what = f"ended before it started ({_how_it_ended(child.exit(), limits)})"
+        child.finish_output()  # what it said before it ended, read to the end
     else:
         what = f"sent malformed data before it started ({error})"
     said = child.stderr.text().strip()[-1500:]

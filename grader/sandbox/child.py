@@ -346,6 +346,12 @@ class Child:
         for thread in self._threads:
             thread.join(timeout=2)
 
+    def finish_output(self, seconds: float = 2.0) -> None:
+        """Wait, up to `seconds` each, for the reading threads to read what an ended child wrote
+        (its last words before it ended are read after exit() returns)."""
+        for thread in self._threads[:-1]:  # (the last is the watchdog, which runs until the child is closed)
+            thread.join(timeout=seconds)
+
     def kill(self) -> None:
         raise NotImplementedError
 
