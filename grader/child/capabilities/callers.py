@@ -105,7 +105,8 @@ class Callers:
 
     def library_between(self, frame: FrameType, is_files: Callable[[FrameType], bool]) -> str | None:
         """The shared object of the first library C code found between `frame` (the file's code,
-        running now) and the nearest frame of the file's code below it (`is_files`), or None when
+        running now) and the nearest frame below it of the file's code whose entry was checked
+        (`is_files`: a function's, never a generator's, which C code can resume unchecked), or None when
         only Python code and CPython's own C code lie between, or torch's autograd running the
         file's torch.autograd.Function (`Function.apply` calling its forward and setup_context,
         the backward engine calling `BackwardCFunction.apply`, which calls its backward)."""

@@ -23,6 +23,7 @@ docs/threat-model.md.
 
 import builtins
 import functools
+import inspect
 import operator
 import sys
 from collections.abc import Callable, Iterable
@@ -120,6 +121,9 @@ _array_base = functools.partial(vars(numpy.ndarray)["base"].__get__)
 _array_dtype = functools.partial(vars(numpy.ndarray)["dtype"].__get__)
 _has_object = functools.partial(vars(numpy.dtype)["hasobject"].__get__)
 _getframe = sys._getframe
+_CO_OPTIMIZED = inspect.CO_OPTIMIZED  # a function's code (not a module's or a class body's)
+_CO_RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+_COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
 _CALLERS: list[Callers] = []  # made and tried once per process (a pool's children inherit the server's)
 
 
@@ -223,6 +227,7 @@ class Capabilities:
         self._builtins = restricted
         check_buffers(self._judge_buffer)
         self._callers = _process_callers()
+        self._trusted: dict[int, CodeType] = {}  # the file's code objects whose entries are all checked (trust)
 
     def refuse(self, what: str, name: str = "") -> NoReturn:
         """Refuse `what`, with the rules' advice for `name` (a qualified name) where they have one."""
@@ -538,8 +543,25 @@ class Capabilities:
             name = frame.f_code.co_qualname
             self.refuse(f"{name}() of your file, {how} by {_library_name(library)}'s C code, {CALLED_BACK}")
 
+    def trust(self, module: CodeType) -> None:
+        """The file's code objects each of whose entries is checked, where the walk of who called
+        may stop (callers.py): its module's, which the runner runs once, and its functions' and
+        lambdas', whose first act is the check. Not its generators, generator expressions,
+        comprehensions and class bodies: C code can enter or resume those where nothing checks
+        (delegation, a loop's next item, a `throw` passed on through C), so the walk goes on below
+        them."""
+        self._trusted = {_id(module): module}
+        stack = [module]
+        while stack:
+            code = stack.pop()
+            for constant in code.co_consts:
+                if _type(constant) is CodeType:
+                    stack.append(constant)
+                    if constant.co_flags & _CO_OPTIMIZED and not constant.co_flags & _CO_RESUMABLE and constant.co_name not in _COMPREHENSIONS:
+                        self._trusted[_id(constant)] = constant
+
     def _is_files(self, frame: FrameType) -> bool:
-        return frame.f_code.co_filename == self.filename
+        return _id(frame.f_code) in self._trusted
 
     def refuse_object_array(self) -> NoReturn:
         """numpy about to make an array holding Python objects or pointers, wherever it was asked (arrays.py)."""
