@@ -17,7 +17,7 @@ sandbox: $(VENV)/.runtime-installed
 	@$(PY) -c 'from grader.sandbox.bubblewrap import BACKEND; import sys; p = BACKEND.problem(); p and sys.exit("error: bubblewrap is installed, but " + p.removeprefix("the bubblewrap backend does not work here: ") + "; grade in the container instead (docs/deployment.md)")'
 
 $(VENV)/.runtime-installed: requirements.txt pyproject.toml
-	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed"'
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is needed (the sandboxed child reads CPython 3.11 frames): set PYTHON=python3.11"'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile -r requirements.txt
 	# Byte-compiled on every core: pip compiles on one, and torch's 6000 files took twice as long. A file
@@ -60,7 +60,7 @@ bench: $(VENV)/.runtime-installed
 # or a page left out of mkdocs.yml's nav, fails the build. Not part of make test, which needs no docs
 # packages: tests/test_docs.py checks the links there. CI runs make docs (.ci/run).
 $(VENV)/.docs-installed: requirements-docs.txt
-	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed"'
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is needed (the sandboxed child reads CPython 3.11 frames): set PYTHON=python3.11"'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-docs.txt
 	touch $@

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder's image (an Ubuntu base) from
-# the zip, unpacked in /autograder/source. It installs Python 3.11 or newer, bubblewrap where the
+# the zip, unpacked in /autograder/source. It installs Python 3.11, bubblewrap where the
 # distribution has it, and the grader's pinned requirements in a virtual environment, creates the
 # unprivileged user the submission runs as, and makes the grader and the secret seed root's alone.
 set -euo pipefail
@@ -18,14 +18,14 @@ if apt-cache show bubblewrap >/dev/null 2>&1; then
     apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null || echo "setup.sh: bubblewrap did not install; the uid backend will be used"
 fi
 
-python_ok() { "$1" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; }
+python_ok() { "$1" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; }  # the child reads CPython 3.11's frames
 PYTHON=python3
 if ! python_ok "$PYTHON"; then
-    # Ubuntu 22.04 ships Python 3.10; its python3.11 package is new enough.
+    # Ubuntu 22.04 ships Python 3.10, and has a python3.11 package.
     apt-get install -y -qq --no-install-recommends python3.11 python3.11-venv >/dev/null
     PYTHON=python3.11
 fi
-python_ok "$PYTHON" || { echo "setup.sh: no Python 3.11 or newer could be installed" >&2; exit 1; }
+python_ok "$PYTHON" || { echo "setup.sh: no Python 3.11 could be installed" >&2; exit 1; }
 
 "$PYTHON" -m venv "$VENV"
 "$VENV/bin/pip" install --quiet --disable-pip-version-check --no-cache-dir \

@@ -5,15 +5,15 @@ your file in a separate process under the same runtime guard and limits, then th
 the expected outputs and gradients of the public cases (cases/, same tolerances), and prints the
 grader's report. Passing here is necessary, not sufficient: the grader also runs hidden cases.
 Exit status: 0 all public cases passed, 1 a case failed or the file was rejected, 2 usage error.
-Runs on Linux, WSL and macOS with Python 3.11 or newer, torch and numpy; works offline, from any
+Runs on Linux, WSL and macOS with Python 3.11, numpy 2.4 and torch; works offline, from any
 folder. Your file runs inside bubblewrap where the machine has it, else as a plain process (on macOS,
 without Linux's walls): the kit holds no secret, and the report's last lines name the walls used.
 """
 
 import sys
 
-if sys.version_info < (3, 11):  # noqa: UP036 - a candidate may run an older Python: one clear line rather than a traceback
-    sys.exit(f"check.py needs Python 3.11 or newer; this is {sys.version.split()[0]}")
+if sys.version_info[:2] != (3, 11):  # a candidate may run another Python: one clear line rather than a traceback
+    sys.exit(f"check.py needs Python 3.11, the version the grader runs (its walls read CPython 3.11's frames); this is {sys.version.split()[0]}")
 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
@@ -52,10 +52,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"check.py: cannot look at {args.submission}: {error.strerror or error}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        import numpy  # noqa: F401
+        import numpy
         import torch
     except ImportError as error:
-        print(f"check.py needs torch and numpy ({error}): pip install torch numpy", file=sys.stderr)
+        print(f"check.py needs torch and numpy ({error}): pip install torch numpy==2.4.6", file=sys.stderr)
+        return EXIT_USAGE
+    if numpy.__version__.split(".")[:2] != ["2", "4"]:
+        why = "the version the grader runs (its walls read numpy 2.4's dtypes)"
+        print(f"check.py needs numpy 2.4, {why}; this is numpy {numpy.__version__}: pip install numpy==2.4.6", file=sys.stderr)
         return EXIT_USAGE
     sys.path.insert(0, str(HERE))  # the grader's modules beside this file, whatever the current folder
     try:
