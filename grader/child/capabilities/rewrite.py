@@ -170,11 +170,10 @@ def _check_reentries(function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
     """A generator is entered again where its `yield`s resume (checked there) and where `throw` and
     `close` raise into it: the code that then runs first is an `except` or `finally` block, or
     what follows a `with` block whose context manager swallowed the exception. Each starts with
-    the check of who called."""
-    nodes = _own_scope(function)
-    if not any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in nodes):
-        return
-    for node in [function, *nodes]:
+    the check of who called, in every function: whether a function is a generator is the
+    compiler's to say (a `yield` in a comprehension's first iterable or a lambda's default makes
+    one), and in a plain function the check finds what it found at the start."""
+    for node in [function, *_own_scope(function)]:
         if isinstance(node, ast.ExceptHandler):
             node.body.insert(0, _called_statement(node))
         for field in ("body", "orelse", "finalbody"):
