@@ -101,6 +101,16 @@ class Twice(torch.autograd.Function):
         return grad * 2
 
 
+class Borrowed(torch.autograd.Function):
+    """A forward that is no function of the file's: torch's C code calls numpy's through it."""
+
+    forward = functools.wraps(lambda items: items)(functools.partial(numpy.array, dtype=numpy.float64))  # a signature to bind
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+
 def twice_backward() -> None:
     x = torch.ones(2, requires_grad=True)
     Twice.apply(x).sum().backward()
@@ -136,6 +146,7 @@ REFUSED = {
     "torch.tensor's store": (lambda: torch.tensor([1.0, Recorder()]), "torch"),
     "torch's integer lists": (lambda: torch.ones(2).view([Recorder(), 2]), "torch"),
     "a generator numpy's discovery resumes": (lambda: numpy.array(Rows(), dtype=numpy.float64), "numpy"),
+    "numpy's walk inside Function.apply's C code": (lambda: Borrowed.apply([Recorder()]), "numpy"),
 }
 
 

@@ -27,7 +27,7 @@ import ctypes
 import sys
 import sysconfig
 from collections.abc import Callable
-from types import FrameType
+from types import CodeType, FrameType, FunctionType
 from typing import Any
 
 import numpy
@@ -126,8 +126,9 @@ class Callers:
                 current = current.f_back
             if current is None:
                 return self._library_in(runs)  # the process's first frame: nothing of the file's below
-            autograd = (group_entry is not None and group_entry.f_code is self._backward_apply) or current.f_code is self._forward_apply
-            runs.append(autograd)
+            engine = group_entry is not None and group_entry.f_code is self._backward_apply
+            apply = current.f_code is self._forward_apply and group_entry is not None and group_entry.f_code in _own_steps(current)
+            runs.append(engine or apply)
         return self._library_in(runs)
 
     def _library_in(self, runs: list[bool]) -> str | None:
@@ -147,6 +148,23 @@ class Callers:
                 if kind == LIBRARY:
                     return name
         return None
+
+
+def _own_steps(apply: FrameType) -> tuple[CodeType, ...]:
+    """The code of the `forward` and `setup_context` of the Function class whose `apply` runs in this
+    frame, where each is a plain function (the only code its C code calls there): not a partial or
+    any other callable, through which torch's C code would reach other C code."""
+    klass = apply.f_locals.get("cls")
+    found = []
+    for name in ("forward", "setup_context"):
+        for holder in getattr(klass, "__mro__", ()):
+            if name in vars(holder):
+                step = vars(holder)[name]
+                step = step.__func__ if type(step) in (staticmethod, classmethod) else step
+                if type(step) is FunctionType:
+                    found.append(step.__code__)
+                break
+    return tuple(found)
 
 
 def probe(callers: Callers) -> None:
