@@ -154,6 +154,8 @@ def _subclasses(kind: type) -> list[type]:
 
 # -- arrays of Python objects ---------------------------------------------------------------------------
 
+has_object = vars(numpy.dtype)["hasobject"].__get__  # whether a dtype holds references, read with numpy's own descriptor
+
 # PyArray_Descr *finalize_descr(PyArray_Descr *descr): a new reference to the dtype to use.
 _FINALIZE = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object)
 _OBJECTS: list[Callable[[], NoReturn]] = []  # what refuses an array of objects: the child's
@@ -233,10 +235,9 @@ def refuse_object_arrays(refuse: Callable[[], NoReturn], exit_status: int) -> No
     # str() on the file's objects while they hold it; every one of its dtypes holds references, so its
     # own finalization (which gives each array its allocator) is never reached: the slot refuses.
     strings = _dtype_slots(numpy.dtypes.StringDType)
-    if strings.finalize_descr is None or not vars(numpy.dtype)["hasobject"].__get__(numpy.dtype("T")):
+    if strings.finalize_descr is None or not has_object(numpy.dtype("T")):
         raise RuntimeError("numpy's variable-width strings are not laid out as expected: arrays of Python objects cannot be refused")
     slots.append(strings)
-    has_object = vars(numpy.dtype)["hasobject"].__get__
     end = os._exit
 
     def finalize(descr: Any) -> Any:

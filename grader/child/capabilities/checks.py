@@ -49,6 +49,7 @@ import torch
 from . import rewrite
 from .allowed import DATA, Allowed, class_entry, library_class, resolve
 from .arrays import check_buffers
+from .arrays import has_object as _has_object
 from .builtins import guarded_type, restricted_builtins
 from .callers import Callers, probe
 from .classes import CLASS_ONLY, defines_raw_memory, getter_of_the_file
@@ -119,7 +120,6 @@ _dict_get = dict.get  # a function's dictionary, read with dict's own method
 # descriptors (C getters), whatever an ndarray subclass defines under those names.
 _array_base = functools.partial(vars(numpy.ndarray)["base"].__get__)
 _array_dtype = functools.partial(vars(numpy.ndarray)["dtype"].__get__)
-_has_object = functools.partial(vars(numpy.dtype)["hasobject"].__get__)
 _getframe = sys._getframe
 _CO_OPTIMIZED = inspect.CO_OPTIMIZED  # a function's code (not a module's or a class body's)
 _CO_RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
