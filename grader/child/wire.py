@@ -45,6 +45,7 @@ OUTPUT_LABEL = b"\x1e\x1emlm-grader-call "
 # forbidden use all the same. No code of a submission's can end the process with a status of its choosing.
 EXIT_REFUSED_UNTOLD = 86
 
+
 def tensor_name(name: str, index: int | None = None, step: int | None = None) -> str:
     """How a case's tensor argument is named in a frame (grader/case.py says it in words): name, or
     name.i for the i-th tensor of a list argument, after "k:" for an argument of a class's step k."""

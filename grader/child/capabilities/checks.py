@@ -22,6 +22,7 @@ docs/threat-model.md.
 """
 
 import builtins
+import enum
 import functools
 import inspect
 import operator
@@ -52,7 +53,18 @@ from .arrays import check_buffers
 from .arrays import has_object as _has_object
 from .builtins import guarded_type, restricted_builtins
 from .callers import Callers, probe
-from .classes import CLASS_ONLY, defines_raw_memory, getter_of_the_file
+from .classes import (
+    CLASS_ONLY,
+    ENUM_HOOKS,
+    GETTERS,
+    METACLASS_MADE,
+    TOTAL_ORDERING,
+    defines_raw_memory,
+    foreign_base,
+    getter_of_the_file,
+    inert,
+    is_sunder,
+)
 from .slots import (
     HEAP_TYPE,
     _dict,
@@ -113,9 +125,18 @@ CONTAINERS = (list, tuple, dict, set, frozenset, *_VIEWS)
 # reading no attribute (PEP 634).
 SELF_MATCHING = frozenset({bool, bytearray, bytes, dict, float, frozenset, int, list, set, str, tuple})
 RULES = "see the Rules in the statement, or `python -m grader rules`"
+OWN_METHODS = "define it with def in the class body, or as a property of your own functions"
+PLAIN_CLASSES = (
+    "derive from object, a built-in type (list, dict, tuple, int, ...), an Enum, an ABC of abc or collections.abc, "
+    "typing.Generic or Protocol, a NamedTuple, torch.autograd.Function or torch.Tensor"
+)
+# Names in the rules' `define` list that hold data, not a method.
+DEFINED_DATA = frozenset({"__name__", "__main__", "__doc__", "__all__", "__future__", "__slots__"})
 OFF_THE_LISTS = "not on this challenge's allow-list"
 WRAPPERS_DEEP = 4  # how many functools.wraps wrappers around a listed function are looked through
 _dict_get = dict.get  # a function's dictionary, read with dict's own method
+_ABSENT = object()
+_fget, _fset, _fdel = property.fget.__get__, property.fset.__get__, property.fdel.__get__  # property's own slots
 # An array's base and dtype, and whether a dtype holds Python objects, read with numpy's own
 # descriptors (C getters), whatever an ndarray subclass defines under those names.
 _array_base = functools.partial(vars(numpy.ndarray)["base"].__get__)
@@ -204,6 +225,7 @@ class Capabilities:
         self.own_ids: set[int] = set()
         self._own: list[type] = []  # keeps the classes alive, so that their ids stay theirs
         self._generated: dict[int, frozenset[str]] = {}  # id of a class dataclasses made -> the special names it put there
+        self.making_dataclass = 0  # how many calls of dataclasses.dataclass are running (the stand-in counts)
         self._kinds: dict[int, str] = {}  # id of a class -> why its instances are refused ("" if they are not)
         self._kept_kinds: list[type] = []
         self._raw_classes: dict[int, bool] = {}  # id of a class -> whether it hands out raw memory
@@ -280,6 +302,13 @@ class Capabilities:
             self._check_namespace(_type_name(cls), _dict_of(cls), self._generated.get(_id(cls), frozenset()))
             if super in _mro_of(cls):
                 self.refuse(f"a class ({_type_name(cls)}) derived from super (its lookups are another class's)")
+            foreign = foreign_base(cls, self._is_own_class)
+            if foreign is not None:
+                self.refuse(
+                    f"a class ({_type_name(cls)}) derived from {_module_of(foreign)}.{_type_name(foreign)}, whose code numpy and torch would run "
+                    f"on your objects with what they hold: {PLAIN_CLASSES}"
+                )
+            self._check_entries(cls)
             for klass in _mro_of(cls)[1:]:
                 if not self._is_own_class(klass):
                     relays = [n for n in RELAYS if _type(_dict_of(klass).get(n)) is FunctionType]
@@ -291,6 +320,56 @@ class Capabilities:
             self.own_ids.add(_id(cls))
             self._own.append(cls)
         return cls
+
+    def _check_entries(self, cls: type) -> None:
+        """What a class of the file's holds where code other than the file's reads it: under a special
+        method's name, a function of the file's (Python, numpy and torch call it), never a callable
+        of someone else's (functools.partial(list.clear, items) would run inside numpy's walk of a
+        list with no code of the file's to check); a property or cached_property, whatever its name,
+        over functions of the file's; under a name a library class it derives from defines (which
+        that library's Python code reads on the object: torch.Tensor.__len__ reads self.shape), a
+        function of the file's or plain data. What the library that built the class put there
+        itself is let through: dataclasses' methods, functools.total_ordering's comparisons, enum's
+        and abc's bookkeeping."""
+        name = _type_name(cls)
+        namespace = _dict_of(cls)
+        library = [k for k in _mro_of(cls)[1:] if k is not object and not self._is_own_class(k)]
+        defined = set().union(*(_dict_of(k).keys() for k in library)) if any(_flags_of(k) & HEAP_TYPE for k in library) else set()
+        generated = self._generated.get(_id(cls), frozenset())
+        enum_class = issubclass(cls, enum.Enum)
+        for key, value in [*namespace.items()]:  # a mappingproxy's own items (its class is C's)
+            if key in CLASS_BOOKKEEPING or key in METACLASS_MADE or value is CLASS_ONLY.get(key) or (enum_class and is_sunder(key) and key not in ENUM_HOOKS):
+                continue  # data, or what the library's own metaclass set (enum's _EnumDict refuses other _sunder_ names)
+            if _isinstance(value, GETTERS) and not self._method_of_the_file(value):
+                self.refuse(f"a class ({name}) whose {key} is a {_type_name(_type(value))} over a function that is not your file's ({OWN_METHODS})")
+            special = is_dunder(key) and key not in DEFINED_DATA
+            if not (special or key in defined or (enum_class and key in ENUM_HOOKS)):
+                continue
+            if self._method_of_the_file(value) or any(_dict_of(k).get(key, _ABSENT) is value for k in library):
+                continue
+            if key in generated or ((key in LIBRARY_MADE or self.making_dataclass) and (value is None or self._library_function(value))):
+                continue  # put there by dataclasses (what it added to the class), namedtuple, enum or typing
+            if _id(value) in TOTAL_ORDERING or (not special and (inert(value) or (enum_class and _type(value) is cls))):
+                continue  # functools.total_ordering's comparison, plain data, an enum's member
+            shown = _getattr(value, "__qualname__", None) if _type(value) is FunctionType else None
+            what = f"the function {shown}" if _type(shown) is _str else f"a {_type_name(_type(value))}"
+            where = "a special method" if special else f"a name {_type_name(next(k for k in library if key in _dict_of(k)))} defines"
+            self.refuse(f"a class ({name}) whose {key} ({where}) is {what}, not a function of your file's ({OWN_METHODS})", key)
+
+    def _method_of_the_file(self, value: Any) -> bool:
+        """None, a function of the file's, or a staticmethod, classmethod, property, cached_property or
+        partialmethod over such functions."""
+        kind = _type(value)
+        if value is None or self._is_own_function(value):
+            return True
+        if kind is staticmethod or kind is classmethod:
+            return self._method_of_the_file(value.__func__)
+        if issubclass(kind, property):
+            functions = (_fget(value), _fset(value), _fdel(value))
+            return all(f is None or self._is_own_function(f) for f in functions)
+        if kind is functools.cached_property or kind is functools.partialmethod:  # (no class of the file's derives from them: foreign_base)
+            return self._is_own_function(_dict_get(vars(value), "func", None))
+        return False
 
     def _is_own_class(self, klass: type) -> bool:
         """A class statement of the file's, or a class made at the file's call without one (a
@@ -862,6 +941,9 @@ class Capabilities:
         name but a special one; on a library object, only what the `writable` list names."""
         if is_dunder(name):
             self.refuse(f"a change to the special attribute {name}")
+        if is_sunder(name) and issubclass(obj if _isinstance(obj, type) else _type(obj), enum.Enum):
+            # enum's own code (an Enum class's len, iteration and items) reads them where the file's code does not run
+            self.refuse(f"a change to {name} of an Enum, which enum keeps for itself")
         if name == "attrname" and issubclass(_type(obj), functools.cached_property):
             # it writes what its function returns into an instance's own __dict__ under that name: any special name
             self.refuse("a change to a cached_property's attrname (it takes the name it is given in the class statement)")

@@ -6,14 +6,25 @@ classes may define the special methods the rules list (grader/rules.toml, [speci
 which checks.py enforces; here is what holds whatever built the class: no raw-memory special name
 (numpy and torch read them on objects to find memory by address) answers from an object's own
 dictionary, and a library metaclass whose __new__ is written in Python checks the namespace of every
-class it builds while the submission runs.
+class it builds while the submission runs. Which classes a class of the file's may derive from, and
+what its namespace may hold under a special name or a name its library bases define, is below
+(foreign_base, and Capabilities._check_entries in checks.py).
 """
 
+import abc
+import collections
+import enum
+import functools
+import sys
+import typing
 from collections.abc import Callable
 from types import FunctionType, GetSetDescriptorType
 from typing import Any, NoReturn
 
-from .slots import HEAP_TYPE, _dict, _dict_of, _flags_of, _getattr, _id, _isinstance, _module_of, _mro_of, _setattr, _str, _type, _type_name
+import numpy
+import torch
+
+from .slots import HEAP_TYPE, _dict, _dict_of, _flags_of, _getattr, _id, _isinstance, _module_of, _mro_of, _setattr, _str, _tuple, _type, _type_name
 
 # Special names that hand numpy or torch a raw memory address or run code where the guard does not
 # watch: no class may define them, whatever built it.
@@ -132,3 +143,72 @@ def _checking_new(original: Callable[..., Any]) -> Callable[..., Any]:
     __new__.checked = True  # type: ignore[attr-defined]
     __new__.__wrapped__ = original  # type: ignore[attr-defined]
     return __new__
+
+
+# -- what a class of the file's derives from, and what its namespace holds -----------------------------
+#
+# numpy's and torch's conversions walk a list through a pointer to its items while they call the
+# special methods of each item (__len__, __getitem__, __iter__, __float__, __index__). Code that runs
+# there and empties the list frees what they walk. A function of the file's that they call is
+# refused where it starts (callers.py); these rules make sure nothing else of the file's choosing
+# runs there: a special method of a class of the file's is a function of the file's, and the code of
+# any other class such an object derives from reads, on the object, only what the file can set to
+# its own functions and plain data.
+
+# Built-in types whose C code reads no attribute of the object by name, and library classes whose
+# Python code reads only the object's special methods, entries their own classes define and, for an
+# Enum, its bookkeeping (which no write may change: Capabilities.write).
+PLAIN_BASES = (
+    object, int, float, complex, str, bytes, list, tuple, dict, set, frozenset, type, collections.OrderedDict, collections.defaultdict,
+    collections.deque,
+)  # fmt: skip
+LIBRARY_BASES = (
+    torch.Tensor, torch.autograd.Function, numpy.ndarray, typing.Generic, typing.Protocol, abc.ABC, abc.ABCMeta,
+    enum.Enum, enum.IntEnum, enum.Flag, enum.IntFlag, enum.StrEnum, enum.EnumType,
+)  # fmt: skip
+REVIEWED_MODULES = ("_collections_abc", "numbers")  # the ABCs of collections.abc and numbers: their methods use the object's special methods
+# Names enum's own code calls on an Enum class (its _EnumDict refuses any other _sunder_ name in the body).
+ENUM_HOOKS = frozenset({"_generate_next_value_", "_missing_", "_numeric_repr_", "_iter_member_", "_iter_member_by_value_", "_iter_member_by_def_"})
+# Set by a library metaclass on every class it makes, whatever the body held (abc's, torch's FunctionMeta).
+METACLASS_MADE = frozenset({"_abc_impl", "_backward_cls"})
+INERT = (type(None), bool, int, float, complex, str, bytes)  # exactly these types: data no code of anyone's runs on
+GETTERS = (property, functools.cached_property)  # call a function they hold when the attribute is read
+# The comparisons functools.total_ordering puts in a class: each calls the class's own comparison.
+TOTAL_ORDERING = frozenset(_id(function) for pairs in functools._convert.values() for _, function in pairs)  # type: ignore[attr-defined]
+
+
+def _allowed_bases() -> frozenset[int]:
+    allowed = {_id(klass) for klass in PLAIN_BASES}
+    for klass in LIBRARY_BASES:
+        allowed |= {_id(k) for k in _mro_of(klass)}
+    for module in REVIEWED_MODULES:
+        allowed |= {_id(v) for v in vars(sys.modules[module]).values() if _isinstance(v, type)}
+    return frozenset(allowed)
+
+
+ALLOWED_BASES = _allowed_bases()
+
+
+def foreign_base(cls: type, own: Callable[[type], bool]) -> Any:
+    """The first class of cls's MRO that is neither the file's (own) nor one a class of the file's
+    may derive from (None if there is none): a C type whose special methods call what its objects
+    hold (map, itertools.starmap, functools.partial), or a library class whose Python methods
+    read data the file sets (collections.UserList's .data, ChainMap's .maps)."""
+    for klass in _mro_of(cls)[1:]:
+        if own(klass) or _id(klass) in ALLOWED_BASES:
+            continue
+        if issubclass(klass, BaseException) and not _flags_of(klass) & HEAP_TYPE:
+            continue  # Python's own exceptions
+        return klass
+    return None
+
+
+def is_sunder(name: str) -> bool:
+    return len(name) > 2 and name[0] == name[-1] == "_" and name[1] != "_" and name[-2] != "_"
+
+
+def inert(value: Any) -> bool:
+    kind = _type(value)
+    if kind is _tuple or kind is frozenset:
+        return all(inert(item) for item in value)
+    return kind in INERT

@@ -195,13 +195,6 @@ def _get_origin(caps: Any) -> list[tuple[Any, Any]]:
 
 # -- dataclasses ------------------------------------------------------------------------------------------
 
-# What dataclasses itself puts in a class it makes: its bookkeeping, and the methods it generates
-# (compiled by dataclasses from its own text, never from the file's), which a class statement of the
-# file's may not define itself.
-DATACLASS_NAMES = frozenset(
-    {"__dataclass_fields__", "__dataclass_params__", "__match_args__", "__setattr__", "__delattr__", "__getstate__", "__setstate__", "__weakref__"}
-)
-
 
 def _dataclasses(caps: Any) -> list[tuple[Any, Any]]:
     def dataclass(cls: Any = None, /, **kwargs: Any) -> Any:
@@ -220,9 +213,15 @@ def _dataclasses(caps: Any) -> list[tuple[Any, Any]]:
                 *(n for base in (_mro_of(klass)[1:] if _isinstance(klass, type) else ()) for n in _dict_of(base).get("__dataclass_fields__", {})),
             }
             before = set(_dict_of(klass)) if _isinstance(klass, type) else set()
-            made = dataclasses.dataclass(klass, **kwargs)
-            if _isinstance(made, type):  # what dataclasses added (slots=True builds a new class from the old one's namespace)
-                caps.generated_by_dataclasses(made, (set(_dict_of(made)) - before) & DATACLASS_NAMES)
+            caps.making_dataclass += 1  # slots=True makes a new class of the old one's namespace, with dataclasses' methods in it
+            try:
+                made = dataclasses.dataclass(klass, **kwargs)
+            finally:
+                caps.making_dataclass -= 1
+            if _isinstance(made, type):
+                # what dataclasses added: its bookkeeping, and methods it compiled from its own text, which a class
+                # statement of the file's may not always define itself (slots=True builds a new class from the old one's namespace)
+                caps.generated_by_dataclasses(made, {name for name in set(_dict_of(made)) - before if is_dunder(name)})
             # Again on what dataclasses made: the file's own code (a default's descriptor) runs while it works
             # and could change the annotations it reads after the check above.
             made_fields = _dict_of(made).get("__dataclass_fields__", {}) if _isinstance(made, type) else {}

@@ -1,0 +1,181 @@
+"""What a class of the file's may derive from and hold (grader/child/capabilities/classes.py and
+Capabilities._check_entries): numpy's and torch's conversions call the special methods of the
+objects in a list they walk, so no code of anyone's but the file's own functions (which callers.py
+refuses there) may run in them, and honest classes run as they always did.
+
+Each refused snippet is the trigger of an attack that got raw memory before these rules (the files
+hostile_*_raw_memory.py in reference/mlm_forward_tied/submissions/forbidden_api/): the list emptied
+inside numpy's walk by callables of CPython's and the standard library's, with no code of the
+file's running.
+"""
+
+import pytest
+
+from tests.test_capabilities import run
+
+EMPTIES = "import collections, functools, itertools, operator, enum, torch\nitems = [1.0, 2.0]\nchain = map(list.clear, [items])\n"
+
+
+@pytest.mark.parametrize(
+    "source, named",
+    [
+        # a special method that is a callable of someone else's, composed by the file
+        ("class T:\n    __len__ = functools.partial(collections.deque, chain, 0)", "whose __len__ (a special method) is a partial"),
+        ("class T:\n    __float__ = functools.partial(sum, chain, 0.0)", "whose __float__ (a special method) is a partial"),
+        (
+            "class T:\n    __index__ = functools.lru_cache(functools.partial(dict.fromkeys, chain))",
+            "whose __index__ (a special method) is a _lru_cache_wrapper",
+        ),
+        ("class T:\n    __len__ = functools.partialmethod(functools.partial(dict.fromkeys, chain))", "whose __len__ (a special method) is a partialmethod"),
+        ("class T:\n    __getitem__ = operator.itemgetter(0)", "whose __getitem__ (a special method) is a itemgetter"),
+        ("class T:\n    __iter__ = staticmethod(functools.partial(iter, chain))", "whose __iter__ (a special method) is a staticmethod"),
+        ("class T:\n    __len__ = list.clear", "whose __len__ (a special method) is a method_descriptor"),
+        # a descriptor that calls what it holds when the attribute is read, whatever its name
+        ("class T:\n    __len__ = property(functools.partial(dict.fromkeys, chain))", "whose __len__ is a property over a function that is not your file's"),
+        ("class T:\n    size = property(items.append)", "whose size is a property over a function that is not your file's"),
+        ("class T:\n    __len__ = functools.cached_property(functools.partial(dict.fromkeys, chain))", "whose __len__ is a cached_property over a function"),
+        # a name a library base class's Python code reads on the object (torch.Tensor.__len__ reads self.shape)
+        ("class T(torch.Tensor):\n    unbind = functools.partial(collections.deque, chain, 0)", "whose unbind (a name TensorBase defines) is a partial"),
+        ("class T(torch.Tensor):\n    shape = collections.defaultdict(list)", "whose shape (a name TensorBase defines) is a defaultdict"),
+        ("class F(enum.IntEnum):\n    A = 1\n    _missing_ = classmethod(functools.partial(print))", "whose _missing_ (a name Enum defines) is a classmethod"),
+        # a base whose code calls what its objects hold, or reads data the file sets
+        ("class T(itertools.starmap):\n    pass", "derived from itertools.starmap"),
+        ("class T(map):\n    def __len__(self):\n        return 0", "derived from builtins.map"),
+        ("class T(functools.partial):\n    pass", "derived from functools.partial"),
+        ("class T(functools.cached_property):\n    pass", "derived from functools.cached_property"),
+        ("class T(collections.Counter):\n    pass", "derived from collections.Counter"),
+        # enum's bookkeeping, which its len, iteration and items read
+        ("class E(enum.Enum):\n    A = 1\nE._member_map_ = collections.defaultdict(list)", "a change to _member_map_ of an Enum"),
+        ("class E(enum.Enum):\n    A = 1\nE._member_names_ = chain", "a change to _member_names_ of an Enum"),
+        ("class E(enum.Enum):\n    A = 1\nE.A._value_ = 2", "a change to _value_ of an Enum"),
+        ("class E(enum.Enum):\n    A = 1\ndelattr(E, '_member_names_')", "a change to _member_names_ of an Enum"),
+        # collections.ChainMap's len runs what its maps hold: off the lists
+        ("m = collections.ChainMap(chain)", "collections.ChainMap, which is not on this challenge's allow-list"),
+    ],
+)
+def test_code_of_the_files_choosing_that_numpy_could_run_is_refused(source, named):
+    namespace, found = run(EMPTIES + source)
+    assert len(found) == 1 and named in found[0], found
+    assert namespace["items"] == [1.0, 2.0]  # nothing ran the chain
+
+
+HONEST = """
+import abc, collections, dataclasses, enum, functools, numbers, typing
+from typing import NamedTuple, Protocol, Generic, TypeVar
+
+T = TypeVar("T")
+
+class Colour(enum.Enum):
+    RED = 1
+    GREEN = 2
+    def describe(self):
+        return self.name.lower()
+
+class Reduction(enum.StrEnum):
+    mean = "mean"
+    upper = "upper"
+
+class Pair(NamedTuple):
+    a: int
+    b: float = 0.0
+    def total(self):
+        return self.a + self.b
+
+@dataclasses.dataclass(slots=True, frozen=True, order=True)
+class Frozen:
+    x: int
+
+@dataclasses.dataclass
+class Config:
+    x: int = 0
+    def __post_init__(self):
+        self.x += 1
+
+class Shape(Protocol):
+    def area(self) -> float: ...
+
+class Base(abc.ABC):
+    @abc.abstractmethod
+    def run(self): ...
+
+class Box(Generic[T]):
+    pass
+
+class Double(torch.autograd.Function):
+    generate_vmap_rule = True
+    @staticmethod
+    def forward(x):
+        return x * 2
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+@functools.total_ordering
+class Version:
+    def __init__(self, n):
+        self.n = n
+    def __lt__(self, other):
+        return self.n < other.n
+    def __eq__(self, other):
+        return self.n == other.n
+
+class Plain(torch.Tensor):
+    pass
+
+class Layer:
+    def __init__(self, w):
+        self.w = w
+    def forward(self, x):
+        return x @ self.w
+    __call__ = forward
+    __hash__ = None
+    def __repr__(self):
+        return "Layer()"
+    __str__ = __repr__
+    @property
+    def shape(self):
+        return self.w.shape
+    @functools.cached_property
+    def t(self):
+        return self.w.T
+    scaled = functools.partialmethod(forward)
+    act = torch.exp
+    size = 3
+
+class Tied(Layer):
+    def __call__(self, x):
+        return super().__call__(x)
+
+class Rows(collections.abc.Sequence):
+    def __len__(self):
+        return 2
+    def __getitem__(self, i):
+        if i >= 2:
+            raise IndexError(i)
+        return float(i)
+
+class Failure(ValueError):
+    pass
+
+class Table(dict):
+    pass
+
+class Half(numbers.Real):
+    pass
+
+y = Double.apply(torch.ones(2, requires_grad=True))
+layer = Tied(torch.eye(2))
+out = (layer(torch.ones(2)) + y).tolist()
+checks = (Colour.RED.describe(), Reduction.mean == "mean", Pair(1, 2.5).total(), Frozen(1) < Frozen(2), Config().x,
+          Version(1) <= Version(2), str(layer), list(Rows()), list(Colour)[1].name, len(Colour))
+"""
+
+
+def test_honest_classes_are_still_accepted():
+    namespace, found = run(HONEST)
+    assert found == []
+    assert namespace["out"] == [3.0, 3.0]
+    assert namespace["checks"] == ("red", True, 3.5, True, 1, True, "Layer()", [0.0, 1.0], "GREEN", 2)
