@@ -150,8 +150,11 @@ class Rules:
         lines.append(f"- **Built-ins**: every built-in function, type and exception but {', '.join(f'`{name}`' for name in refused)}.")
         methods = [f"`{name}`" for name in self.define if name not in NOT_METHODS]
         lines.append(
-            f"- **Special methods your classes may define**: {', '.join(methods)}; Python calls them, numpy's and torch's "
-            "C code may not (hand numpy and torch numbers, lists of numbers and tensors, not objects of your classes)."
+            f"- **Special methods your classes may define**: {', '.join(methods)}, each with `def` (or as a property, "
+            "staticmethod or classmethod of your functions), not as a cache or someone else's callable; Python calls them, "
+            "numpy's and torch's C code may not (hand numpy and torch numbers, lists of numbers and tensors, not objects of "
+            "your classes). Your classes derive from `object`, Python's types, an Enum, an ABC, a NamedTuple, "
+            "`typing.Generic` or `Protocol`, `torch.autograd.Function` or `torch.Tensor`."
         )
         return "\n".join(lines)
 

@@ -24,12 +24,31 @@ EMPTIES = "import collections, functools, itertools, operator, enum, torch\nitem
         ("class T:\n    __float__ = functools.partial(sum, chain, 0.0)", "whose __float__ (a special method) is a partial"),
         (
             "class T:\n    __index__ = functools.lru_cache(functools.partial(dict.fromkeys, chain))",
-            "whose __index__ (a special method) is a _lru_cache_wrapper",
+            "whose __index__ is a cache (_lru_cache_wrapper)",
         ),
         ("class T:\n    __len__ = functools.partialmethod(functools.partial(dict.fromkeys, chain))", "whose __len__ (a special method) is a partialmethod"),
         ("class T:\n    __getitem__ = operator.itemgetter(0)", "whose __getitem__ (a special method) is a itemgetter"),
         ("class T:\n    __iter__ = staticmethod(functools.partial(iter, chain))", "whose __iter__ (a special method) is a staticmethod"),
         ("class T:\n    __len__ = list.clear", "whose __len__ (a special method) is a method_descriptor"),
+        # a cache hands back what the file's code returned before, with none of it running
+        ("class T:\n    @functools.cached_property\n    def __len__(self):\n        return 0", "whose __len__ is a cache (cached_property)"),
+        ("class T:\n    __call__ = functools.cache(functools.partial(len, chain))", "whose __call__ (a special method) is a _lru_cache_wrapper"),
+        ("class T:\n    @functools.cache\n    def __iter__(self):\n        return iter(())", "whose __iter__ is a cache (_lru_cache_wrapper)"),
+        (
+            "class T(torch.Tensor):\n    @functools.cached_property\n    def numpy(self):\n        return 0",
+            "whose numpy (a name TensorBase defines) is a cached_property",
+        ),
+        # torch's grad-mode decorator runs what it wraps: only around a function of the file's
+        (
+            "class T:\n    __len__ = torch.no_grad()(functools.partial(len, chain))",
+            "whose __len__ (a special method) is a function of torch's (decorate_context",
+        ),
+        # functools.wraps writes the wrapper's attributes: never a library object's
+        ("def f():\n    pass\nf.numpy = len\nfunctools.update_wrapper(torch.ones(1), f)", "functools.wraps or functools.update_wrapper onto a Tensor"),
+        (
+            "class T(torch.Tensor):\n    pass\ndef f():\n    pass\nf.numpy = len\nfunctools.update_wrapper(torch.ones(1).as_subclass(T), f)",
+            "a change to torch.Tensor.numpy",
+        ),
         # a descriptor that calls what it holds when the attribute is read, whatever its name
         ("class T:\n    __len__ = property(functools.partial(dict.fromkeys, chain))", "whose __len__ is a property over a function that is not your file's"),
         ("class T:\n    size = property(items.append)", "whose size is a property over a function that is not your file's"),
@@ -160,6 +179,23 @@ class Rows(collections.abc.Sequence):
 class Failure(ValueError):
     pass
 
+class Options(enum.Flag):
+    BIAS = enum.auto()
+    TIED = enum.auto()
+
+class Block:
+    def __eq__(self, other):
+        return self is other
+    __hash__ = object.__hash__
+    @torch.enable_grad()
+    def __call__(self, x):
+        return x * 2
+
+class Split:
+    @functools.cache
+    def __call__(self, width):
+        return width // 2
+
 class Table(dict):
     pass
 
@@ -170,7 +206,8 @@ y = Double.apply(torch.ones(2, requires_grad=True))
 layer = Tied(torch.eye(2))
 out = (layer(torch.ones(2)) + y).tolist()
 checks = (Colour.RED.describe(), Reduction.mean == "mean", Pair(1, 2.5).total(), Frozen(1) < Frozen(2), Config().x,
-          Version(1) <= Version(2), str(layer), list(Rows()), list(Colour)[1].name, len(Colour))
+          Version(1) <= Version(2), str(layer), list(Rows()), list(Colour)[1].name, len(Colour),
+          bool(Options.BIAS | Options.TIED), len({Block(), Block()}), Block()(torch.ones(1)).tolist(), Split()(8))
 """
 
 
@@ -178,4 +215,4 @@ def test_honest_classes_are_still_accepted():
     namespace, found = run(HONEST)
     assert found == []
     assert namespace["out"] == [3.0, 3.0]
-    assert namespace["checks"] == ("red", True, 3.5, True, 1, True, "Layer()", [0.0, 1.0], "GREEN", 2)
+    assert namespace["checks"] == ("red", True, 3.5, True, 1, True, "Layer()", [0.0, 1.0], "GREEN", 2, True, 2, [2.0], 4)

@@ -136,6 +136,9 @@ OFF_THE_LISTS = "not on this challenge's allow-list"
 WRAPPERS_DEEP = 4  # how many functools.wraps wrappers around a listed function are looked through
 _dict_get = dict.get  # a function's dictionary, read with dict's own method
 _ABSENT = object()
+_LRU_CACHE = type(functools.cache(len))  # functools' C wrapper; its __wrapped__ is set once, by functools itself
+CACHEABLE = frozenset({"__call__", "__hash__"})  # special methods a cache may stand for: no walk of numpy's or torch's calls them
+_GRAD_MODE_WRAPPER = torch.no_grad()(lambda: None).__code__  # torch.utils._contextlib's decorate_context
 _fget, _fset, _fdel = property.fget.__get__, property.fset.__get__, property.fdel.__get__  # property's own slots
 # An array's base and dtype, and whether a dtype holds Python objects, read with numpy's own
 # descriptors (C getters), whatever an ndarray subclass defines under those names.
@@ -299,10 +302,10 @@ class Capabilities:
         derives from passes unknown attribute reads or writes on to another object (typing's
         aliases do: a private name of the file's own would reach the alias's origin)."""
         if _isinstance(cls, type) and _id(cls) not in self.own_ids:
-            self._check_namespace(_type_name(cls), _dict_of(cls), self._generated.get(_id(cls), frozenset()))
+            self._check_namespace(_type_name(cls), _dict_of(cls), self._generated.get(_id(cls), frozenset()), _mro_of(cls)[1:])
             if super in _mro_of(cls):
                 self.refuse(f"a class ({_type_name(cls)}) derived from super (its lookups are another class's)")
-            foreign = foreign_base(cls, self._is_own_class)
+            foreign = foreign_base(cls, lambda klass: klass is self.guarded_type or self._is_own_class(klass))
             if foreign is not None:
                 self.refuse(
                     f"a class ({_type_name(cls)}) derived from {_module_of(foreign)}.{_type_name(foreign)}, whose code numpy and torch would run "
@@ -333,32 +336,51 @@ class Capabilities:
         and abc's bookkeeping."""
         name = _type_name(cls)
         namespace = _dict_of(cls)
-        library = [k for k in _mro_of(cls)[1:] if k is not object and not self._is_own_class(k)]
-        defined = set().union(*(_dict_of(k).keys() for k in library)) if any(_flags_of(k) & HEAP_TYPE for k in library) else set()
+        library = [k for k in _mro_of(cls)[1:] if not self._is_own_class(k)]
+        defined = set().union(*(_dict_of(k).keys() for k in library if k is not object)) if any(_flags_of(k) & HEAP_TYPE for k in library) else set()
         generated = self._generated.get(_id(cls), frozenset())
         enum_class = issubclass(cls, enum.Enum)
         for key, value in [*namespace.items()]:  # a mappingproxy's own items (its class is C's)
             if key in CLASS_BOOKKEEPING or key in METACLASS_MADE or value is CLASS_ONLY.get(key) or (enum_class and is_sunder(key) and key not in ENUM_HOOKS):
                 continue  # data, or what the library's own metaclass set (enum's _EnumDict refuses other _sunder_ names)
-            if _isinstance(value, GETTERS) and not self._method_of_the_file(value):
+            if _isinstance(value, GETTERS) and not self._getter_of_the_file(value):
                 self.refuse(f"a class ({name}) whose {key} is a {_type_name(_type(value))} over a function that is not your file's ({OWN_METHODS})")
             special = is_dunder(key) and key not in DEFINED_DATA
             if not (special or key in defined or (enum_class and key in ENUM_HOOKS)):
                 continue
             if self._method_of_the_file(value) or any(_dict_of(k).get(key, _ABSENT) is value for k in library):
                 continue
+            if key in CACHEABLE and _type(value) is _LRU_CACHE and self._is_own_function(_dict_get(vars(value), "__wrapped__", None)):
+                continue  # @functools.cache on __call__ or __hash__, which no conversion of numpy's or torch's calls
             if key in generated or ((key in LIBRARY_MADE or self.making_dataclass) and (value is None or self._library_function(value))):
                 continue  # put there by dataclasses (what it added to the class), namedtuple, enum or typing
             if _id(value) in TOTAL_ORDERING or (not special and (inert(value) or (enum_class and _type(value) is cls))):
                 continue  # functools.total_ordering's comparison, plain data, an enum's member
-            shown = _getattr(value, "__qualname__", None) if _type(value) is FunctionType else None
-            what = f"the function {shown}" if _type(shown) is _str else f"a {_type_name(_type(value))}"
+            if special and key not in CACHEABLE and (_type(value) is _LRU_CACHE or _type(value) is functools.cached_property):
+                self.refuse(
+                    f"a class ({name}) whose {key} is a cache ({_type_name(_type(value))}): numpy and torch would get what your code "
+                    f"returned before, with none of it running; define {key} with def and cache inside it (only __call__ and "
+                    "__hash__ may be cached)",
+                    key,
+                )
+            if _type(value) is FunctionType:  # named by where its code is (a wrapper copies the name of what it wraps)
+                what = f"a function of {_library_name(value.__code__.co_filename)}'s ({value.__code__.co_name}, wrapping or made by library code)"
+            else:
+                what = f"a {_type_name(_type(value))}"
             where = "a special method" if special else f"a name {_type_name(next(k for k in library if key in _dict_of(k)))} defines"
             self.refuse(f"a class ({name}) whose {key} ({where}) is {what}, not a function of your file's ({OWN_METHODS})", key)
 
+    def _getter_of_the_file(self, value: Any) -> bool:
+        """A property or cached_property whose functions are the file's."""
+        if _type(value) is functools.cached_property:
+            return self._is_own_function(_dict_get(vars(value), "func", None))
+        return self._method_of_the_file(value)
+
     def _method_of_the_file(self, value: Any) -> bool:
-        """None, a function of the file's, or a staticmethod, classmethod, property, cached_property or
-        partialmethod over such functions."""
+        """None, a function of the file's, or a staticmethod, classmethod, property, partialmethod or
+        torch's grad-mode decorator over such functions: each runs the function at every call, where
+        callers.py checks who called. Not a cache (functools.cached_property, functools.cache): it
+        hands back what the function returned before, with no code of the file's to check."""
         kind = _type(value)
         if value is None or self._is_own_function(value):
             return True
@@ -367,8 +389,10 @@ class Capabilities:
         if issubclass(kind, property):
             functions = (_fget(value), _fset(value), _fdel(value))
             return all(f is None or self._is_own_function(f) for f in functions)
-        if kind is functools.cached_property or kind is functools.partialmethod:  # (no class of the file's derives from them: foreign_base)
+        if kind is functools.partialmethod:  # (no class of the file's derives from it: foreign_base)
             return self._is_own_function(_dict_get(vars(value), "func", None))
+        if kind is FunctionType and value.__code__ is _GRAD_MODE_WRAPPER:  # @torch.no_grad() and its kin: it calls the function each time
+            return self._is_own_function(value.__closure__[value.__code__.co_freevars.index("func")].cell_contents)
         return False
 
     def _is_own_class(self, klass: type) -> bool:
@@ -383,9 +407,10 @@ class Capabilities:
         self.own_class(klass)
         return True
 
-    def _check_namespace(self, name: Any, namespace: Any, generated: frozenset[str] = frozenset()) -> None:
+    def _check_namespace(self, name: Any, namespace: Any, generated: frozenset[str] = frozenset(), bases: Any = ()) -> None:
         """Every special name of a class's namespace is one the rules let a class define (or what
-        Python, typing, abc and dataclasses put there themselves); no key is anything but a str."""
+        Python, typing, abc, enum and dataclasses put there themselves, or the very entry a class it
+        derives from has: enum copies Flag's __or__ into each Flag); no key is anything but a str."""
         for key in namespace:
             if _type(key) is not _str:  # its own __hash__ and __eq__ could answer a lookup for another name later
                 self.refuse(f"a class ({name}) built from a namespace with a key that is not a str itself")
@@ -398,6 +423,8 @@ class Capabilities:
                 continue
             if key in LIBRARY_MADE and self._library_function(value):
                 continue
+            if any(_dict_of(base).get(key, _ABSENT) is value for base in bases if not self._is_own_class(base)):
+                continue  # what the class would inherit anyway
             self.refuse(f"a class ({name}) defining {key}, which is not among the special methods a class may define ({RULES})", key)
         match_args = namespace.get("__match_args__", ())
         if _type(match_args) is not _tuple or any(_type(a) is not _str or a.startswith("_") for a in match_args):

@@ -120,6 +120,8 @@ def _wrappers(caps: Any) -> list[tuple[Any, Any]]:
         check_defaults(assigned, updated)
         if _isinstance(wrapped, ModuleType):
             caps.refuse("functools.wraps or functools.update_wrapper of a module")
+        if not caps.owned_somewhere(wrapper):  # it writes the wrapper's attributes: a library object's are not the file's to write
+            caps.refuse(f"functools.wraps or functools.update_wrapper onto a {_type_name(_type(wrapper))}, which your file did not make")
         for name in functools.WRAPPER_ASSIGNMENTS:
             try:
                 value = _getattr(wrapped, name)
@@ -129,6 +131,7 @@ def _wrappers(caps: Any) -> list[tuple[Any, Any]]:
         for key, value in _dict(_getattr(wrapped, "__dict__", {})).items():
             if _type(key) is not _str or not key.isidentifier() or is_dunder(key):  # as a write would be refused
                 caps.refuse(f"functools.wraps or functools.update_wrapper copying the attribute {key!r}")
+            caps.write(wrapper, key)  # as `wrapper.key = value` would be judged (a library class's method shadowed on an instance)
             _getattr(wrapper, "__dict__")[key] = caps.check_value(value, f"the attribute {key}")
         wrapper.__wrapped__ = wrapped
         return wrapper
