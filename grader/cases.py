@@ -24,6 +24,7 @@ from grader.spec import CaseTemplate, SetupError, Spec, hidden_module
 FAIR_SHARE = 0.1  # of the tolerance: as close as correct example submissions must be (grader/verify.py)
 MAX_DRAWS = 20  # a family whose draws are this often unfair needs other settings or a wider tolerance
 
+
 def _rng(seed: str, case_name: str) -> np.random.Generator:
     digest = hashlib.sha256(f"{seed}/{case_name}".encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:16], "little"))

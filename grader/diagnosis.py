@@ -241,17 +241,13 @@ def _check_sentence(check: Check, failures: list[Failure], spec: Spec) -> str | 
         return None
     what = " and ".join(o.what for o in spec.returned) or "the result"
     if check == Check.TYPE:
-        return (
-            f"The result is not a plain torch.Tensor: return {what} itself (not a NumPy array, a list, "
-            "a subclass of torch.Tensor or a sparse tensor)."
-        )
+        return f"The result is not a plain torch.Tensor: return {what} itself (not a NumPy array, a list, a subclass of torch.Tensor or a sparse tensor)."
     if check == Check.DTYPE:
         f = failed[0]
         dtype = f.reply.get("output", {}).get("dtype")
         got = f" ({dtype} for {f.case.dtype} inputs)" if isinstance(dtype, str) else ""
         return (
-            f"The result's dtype is not the inputs' dtype{got}: return {what} in the dtype of the float inputs "
-            "(no .double(), .float() or .to() on the result)."
+            f"The result's dtype is not the inputs' dtype{got}: return {what} in the dtype of the float inputs (no .double(), .float() or .to() on the result)."
         )
     if check == Check.DEVICE:
         return "The result is not on the inputs' device: return it where the inputs are (no .to() or .cuda())."

@@ -242,9 +242,7 @@ def judge_reply(case: Case, expected: Expected, reply: dict[str, Any], tensors: 
 FailHidden = Callable[[Check, str, "Closeness"], None]
 
 
-def _judge_outputs(
-    case: Case, expected: Expected, tensors: dict[str, Tensor], spec: Spec, result: CaseResult, fail_hidden: FailHidden, detailed: bool
-) -> bool:
+def _judge_outputs(case: Case, expected: Expected, tensors: dict[str, Tensor], spec: Spec, result: CaseResult, fail_hidden: FailHidden, detailed: bool) -> bool:
     """Each returned output against the reference's, within its tolerance: False once one fails."""
     from grader.compare import bitwise_equal, compare_values
 
@@ -297,9 +295,7 @@ def _judge_properties(
     return False
 
 
-def _judge_updated(
-    case: Case, expected: Expected, tensors: dict[str, Tensor], spec: Spec, result: CaseResult, fail_hidden: FailHidden, detailed: bool
-) -> bool:
+def _judge_updated(case: Case, expected: Expected, tensors: dict[str, Tensor], spec: Spec, result: CaseResult, fail_hidden: FailHidden, detailed: bool) -> bool:
     """Each parameter the call updates in place by contract, as the call (each step of a class's case,
     in order) left it, against the reference's: False once one fails."""
     from grader.compare import compare_values

@@ -68,9 +68,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
     ),
     "parameters": PARAMETER,
     "step_parameters": PARAMETER,
-    "outputs": _keys(
-        "name", name=STRING, dtype=STRING, shape=STRING, what=STRING, scale_floor=NUMBER, tolerance=DTYPE_TABLE, updates=STRING
-    ),
+    "outputs": _keys("name", name=STRING, dtype=STRING, shape=STRING, what=STRING, scale_floor=NUMBER, tolerance=DTYPE_TABLE, updates=STRING),
     "limits": _keys(
         "source_bytes startup_seconds case_seconds total_seconds cpu_seconds memory_mib file_size_mib open_files output_bytes",
         source_bytes=INTEGER,
@@ -85,9 +83,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
     ),
     "tolerance": _keys("float32 float64", float32=NUMBER, float64=NUMBER, gradient=DTYPE_TABLE),
     "report": _keys(hidden_case_details=BOOLEAN),
-    "diagnosis": _keys(
-        probes=BOOLEAN, known_mistakes=BOOLEAN, parts=FREE_TABLE, premises=FREE_TABLE, probe=TABLES, nonfinite=TABLE, shapes=TABLES
-    ),
+    "diagnosis": _keys(probes=BOOLEAN, known_mistakes=BOOLEAN, parts=FREE_TABLE, premises=FREE_TABLE, probe=TABLES, nonfinite=TABLE, shapes=TABLES),
     "diagnosis.parts.*": _keys("conclusion", conclusion=STRING, fix=STRING, premise=STRING, told_as=STRING),
     "diagnosis.premises.*": _keys("probes holds otherwise", probes=STRINGS, holds=STRING, otherwise=STRING),
     "diagnosis.probe": _keys("case parts", case=STRING, parts=STRINGS, gradient=STRING),

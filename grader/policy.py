@@ -422,7 +422,9 @@ class Checker:
         if isinstance(base, ast.Name) and base.id in self.aliases:
             self.follow(self.aliases[base.id], steps, base, store)
             return []
-        for name, node in steps:
+        for index, (name, node) in enumerate(steps):
+            if index == 0 and name == "__setattr__" and isinstance(base, ast.Name) and base.id == "object":
+                continue  # object.__setattr__(self, name, value) in a frozen dataclass: at run time, a write judged as any other
             if not self.name_allowed(name, node):
                 break
         return [base]

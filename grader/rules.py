@@ -29,6 +29,7 @@ GRADER_OPERATORS = (
 )  # fmt: skip
 GRADIENT_OPERATORS = ("aten::mul", "aten::sum", "aten::add", "aten::ones_like", "aten::expand", "aten::zeros_like", "aten::zero_", "aten::fill_")
 
+
 class RulesError(ValueError):
     """A package's [rules] that cannot be used: one line naming the entry and what to change."""
 

@@ -34,6 +34,7 @@ def _default_problem() -> str:
 DEFAULT_PROBLEM = _default_problem()
 SPEC_PATH = PROBLEMS / DEFAULT_PROBLEM / "problem.toml"
 
+
 class SetupError(ValueError):
     """The grader's own set-up cannot be used (its spec file): no submission can be graded and none is
     to blame, so every path reports grader_error. A ValueError, as the spec's faults were before."""
@@ -371,7 +372,7 @@ def parse_spec(data: dict[str, Any], digest: str = "") -> Spec:
     if any(p.keyword for p in step_parameters):
         raise ValueError("[[step_parameters]] are passed by position: keyword = true is for the constructor's or the function's [[parameters]]")
     if step_parameters and kind != "class":
-        raise ValueError('[[step_parameters]] are a class\'s method\'s: they need kind = "class"')
+        raise ValueError("[[step_parameters]] are a class's method's: they need kind = \"class\"")
     outputs = _outputs(data.get("outputs", []), parameters)
     returns = problem.get("returns", "none" if kind == "class" else "tensor")
     returned = [output for output in outputs if not output.updates]

@@ -117,7 +117,7 @@ def _check_class_stub(spec: Spec, tree: ast.Module, findings: Findings) -> None:
     """A class problem's stub: the class, its constructor's parameters and its method's."""
     found = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == spec.entry_point]
     if not found:
-        return findings.fail("form", f"stub.py defines no class {spec.entry_point}, the entry point problem.toml declares (kind = \"class\")")
+        return findings.fail("form", f'stub.py defines no class {spec.entry_point}, the entry point problem.toml declares (kind = "class")')
     methods = {node.name: node for node in found[0].body if isinstance(node, ast.FunctionDef)}
     for method, wanted in (("__init__", spec.parameter_names), (spec.method, tuple(p.name for p in spec.step_parameters))):
         if method not in methods:
@@ -819,8 +819,7 @@ PART_NAMES = tuple(part.name for part in PARTS)
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m grader verify",
-        description="Check a challenge's package, part by part. One line per finding; exit status 0 when every check passes, 1 otherwise, "
-        "2 on a usage error.",
+        description="Check a challenge's package, part by part. One line per finding; exit status 0 when every check passes, 1 otherwise, 2 on a usage error.",
         epilog="parts, in the order they run: " + "; ".join(f"{part.name}: {part.what}" for part in PARTS),
     )
     parser.add_argument("problem", metavar="ID", nargs="?", help="the challenge (python -m grader problems lists them)")

@@ -43,6 +43,22 @@ EMPTIES = "import collections, functools, itertools, operator, enum, torch\nitem
             "class T:\n    __len__ = torch.no_grad()(functools.partial(len, chain))",
             "whose __len__ (a special method) is a function of torch's (decorate_context",
         ),
+        (  # torch.no_grad.__call__ takes any self: its wrapper's context factory is then the file's choice
+            "class Maker:\n    pass\nmaker = Maker()\nmaker.clone = functools.partial(len, chain)\ndef length(self):\n    return 0\n"
+            "class T:\n    __len__ = torch.no_grad.__call__(maker, length)",
+            "whose __len__ (a special method) is a function of torch's (decorate_context",
+        ),
+        (  # a class made while dataclasses works (the file's __repr__ of a default runs then) is checked as any other
+            "class Default:\n    def __repr__(self):\n        class Rows:\n            __len__ = torch.Tensor.__len__\n        return 'd'\n"
+            "import dataclasses\n@dataclasses.dataclass\nclass Config:\n    scale: object = Default()",
+            "whose __len__ (a special method) is a function of torch's (__len__",
+        ),
+        # enum's functional API makes a class of the file's, checked as a class statement's
+        ("E = enum.Enum('E', [('A', 1), ('size', property(functools.partial(len, chain)))])", "whose size is a property over a function"),
+        # object.__setattr__ writes as a write would
+        ("object.__setattr__(torch.ones(1), 'numpy', len)", "a change to torch.Tensor.numpy"),
+        ("class T:\n    pass\nobject.__setattr__(T(), '__len__', len)", "a change to the special attribute __len__"),
+        ("setter = getattr(type, '__setattr__')", "the special attribute __setattr__"),
         # functools.wraps writes the wrapper's attributes: never a library object's
         ("def f():\n    pass\nf.numpy = len\nfunctools.update_wrapper(torch.ones(1), f)", "functools.wraps or functools.update_wrapper onto a Tensor"),
         (
@@ -196,6 +212,28 @@ class Split:
     def __call__(self, width):
         return width // 2
 
+@dataclasses.dataclass(frozen=True)
+class Scaled:
+    d: int
+    scale: float = dataclasses.field(init=False)
+    def __post_init__(self):
+        object.__setattr__(self, "scale", 1 / self.d)
+
+class Cache(dict):
+    def __missing__(self, key):
+        self[key] = key * 2
+        return self[key]
+
+class Mask:
+    def __init__(self, bits):
+        self.bits = bits
+    def __and__(self, other):
+        return Mask(self.bits & other.bits)
+    def __or__(self, other):
+        return Mask(self.bits | other.bits)
+
+Kind = enum.Enum("Kind", ["MEAN", "SUM"])
+
 class Table(dict):
     pass
 
@@ -207,7 +245,8 @@ layer = Tied(torch.eye(2))
 out = (layer(torch.ones(2)) + y).tolist()
 checks = (Colour.RED.describe(), Reduction.mean == "mean", Pair(1, 2.5).total(), Frozen(1) < Frozen(2), Config().x,
           Version(1) <= Version(2), str(layer), list(Rows()), list(Colour)[1].name, len(Colour),
-          bool(Options.BIAS | Options.TIED), len({Block(), Block()}), Block()(torch.ones(1)).tolist(), Split()(8))
+          bool(Options.BIAS | Options.TIED), len({Block(), Block()}), Block()(torch.ones(1)).tolist(), Split()(8),
+          Scaled(4).scale, Cache()[3], (Mask(6) & Mask(3) | Mask(8)).bits, Kind.SUM.value)
 """
 
 
@@ -215,4 +254,4 @@ def test_honest_classes_are_still_accepted():
     namespace, found = run(HONEST)
     assert found == []
     assert namespace["out"] == [3.0, 3.0]
-    assert namespace["checks"] == ("red", True, 3.5, True, 1, True, "Layer()", [0.0, 1.0], "GREEN", 2, True, 2, [2.0], 4)
+    assert namespace["checks"] == ("red", True, 3.5, True, 1, True, "Layer()", [0.0, 1.0], "GREEN", 2, True, 2, [2.0], 4, 0.25, 6, 10, 2)

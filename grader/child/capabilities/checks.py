@@ -138,6 +138,7 @@ _dict_get = dict.get  # a function's dictionary, read with dict's own method
 _ABSENT = object()
 _LRU_CACHE = type(functools.cache(len))  # functools' C wrapper; its __wrapped__ is set once, by functools itself
 CACHEABLE = frozenset({"__call__", "__hash__"})  # special methods a cache may stand for: no walk of numpy's or torch's calls them
+_GRAD_MODES = (torch.no_grad, torch.enable_grad, torch.inference_mode, torch.set_grad_enabled)
 _GRAD_MODE_WRAPPER = torch.no_grad()(lambda: None).__code__  # torch.utils._contextlib's decorate_context
 _fget, _fset, _fdel = property.fget.__get__, property.fset.__get__, property.fdel.__get__  # property's own slots
 # An array's base and dtype, and whether a dtype holds Python objects, read with numpy's own
@@ -228,7 +229,7 @@ class Capabilities:
         self.own_ids: set[int] = set()
         self._own: list[type] = []  # keeps the classes alive, so that their ids stay theirs
         self._generated: dict[int, frozenset[str]] = {}  # id of a class dataclasses made -> the special names it put there
-        self.making_dataclass = 0  # how many calls of dataclasses.dataclass are running (the stand-in counts)
+        self.making_dataclass: list[Any] = []  # the classes dataclasses.dataclass is making now (the stand-in says)
         self._kinds: dict[int, str] = {}  # id of a class -> why its instances are refused ("" if they are not)
         self._kept_kinds: list[type] = []
         self._raw_classes: dict[int, bool] = {}  # id of a class -> whether it hands out raw memory
@@ -352,8 +353,10 @@ class Capabilities:
                 continue
             if key in CACHEABLE and _type(value) is _LRU_CACHE and self._is_own_function(_dict_get(vars(value), "__wrapped__", None)):
                 continue  # @functools.cache on __call__ or __hash__, which no conversion of numpy's or torch's calls
-            if key in generated or ((key in LIBRARY_MADE or self.making_dataclass) and (value is None or self._library_function(value))):
+            if key in generated or (key in LIBRARY_MADE and (value is None or self._library_function(value))):
                 continue  # put there by dataclasses (what it added to the class), namedtuple, enum or typing
+            if any(_dict_of(made).get(key, _ABSENT) is value for made in self.making_dataclass):
+                continue  # dataclasses' new class for slots=True, made of the namespace of the class it is making
             if _id(value) in TOTAL_ORDERING or (not special and (inert(value) or (enum_class and _type(value) is cls))):
                 continue  # functools.total_ordering's comparison, plain data, an enum's member
             if special and key not in CACHEABLE and (_type(value) is _LRU_CACHE or _type(value) is functools.cached_property):
@@ -392,7 +395,10 @@ class Capabilities:
         if kind is functools.partialmethod:  # (no class of the file's derives from it: foreign_base)
             return self._is_own_function(_dict_get(vars(value), "func", None))
         if kind is FunctionType and value.__code__ is _GRAD_MODE_WRAPPER:  # @torch.no_grad() and its kin: it calls the function each time
-            return self._is_own_function(value.__closure__[value.__code__.co_freevars.index("func")].cell_contents)
+            cells = dict(zip(value.__code__.co_freevars, (cell.cell_contents for cell in value.__closure__), strict=True))
+            factory = cells["ctx_factory"]  # the decorator's own clone, bound to a grad mode of torch's (torch.no_grad.__call__ takes any self)
+            made_by_torch = _type(factory) is MethodType and _type(factory.__self__) in _GRAD_MODES
+            return made_by_torch and factory.__func__ is _getattr(_type(factory.__self__), "clone") and self._is_own_function(cells["func"])
         return False
 
     def _is_own_class(self, klass: type) -> bool:
@@ -522,7 +528,7 @@ class Capabilities:
             self.check_value(obj, "an object")
         if name[:1] == "_":
             if is_dunder(name):
-                if name not in self.readable_dunders:
+                if name not in self.readable_dunders and not (name == "__setattr__" and obj is object):  # (its stand-in: standins.py)
                     self.refuse(f"the special attribute {name}", name)
                 return
             owner = self._owner(obj, name)

@@ -7,6 +7,7 @@ do, on the file's behalf, what the checks would refuse.
 - dataclasses compiles its fields' names into code and reads fields by name: dataclass, fields,
   replace, asdict and astuple check the names, and copy values without copy.deepcopy.
 - typing.get_origin can hand out the real `type`: its answer is checked.
+- object.__setattr__ (how a frozen dataclass sets a field after __init__) writes as a write would.
 - Conversions copy: whatever reaches torch from an object that is not already a tensor (a numpy
   array, bytes, any buffer) is copied, and so is a tensor handed to numpy: no memory is shared
   between torch, numpy and a Python object (a write through one side would pass torch's version
@@ -170,7 +171,8 @@ def _check_enum_functional_api() -> None:
         for name in members:
             if _type(name) is not _str or name.startswith("_"):
                 CURRENT[0].refuse(f"enum's functional API with the member name {name if _type(name) is _str else 'of another type than str'!r}")
-        return create(cls, class_name, checked, **kwargs)
+        kwargs["module"] = CURRENT[0].module_name  # the file's class, checked as a class statement's (enum would name itself)
+        return CURRENT[0].own_class(create(cls, class_name, checked, **kwargs))
 
     _create_.checked = True  # type: ignore[attr-defined]
     enum.EnumType._create_ = _create_  # type: ignore[method-assign]
@@ -216,11 +218,11 @@ def _dataclasses(caps: Any) -> list[tuple[Any, Any]]:
                 *(n for base in (_mro_of(klass)[1:] if _isinstance(klass, type) else ()) for n in _dict_of(base).get("__dataclass_fields__", {})),
             }
             before = set(_dict_of(klass)) if _isinstance(klass, type) else set()
-            caps.making_dataclass += 1  # slots=True makes a new class of the old one's namespace, with dataclasses' methods in it
+            caps.making_dataclass.append(klass)  # slots=True makes a new class of this one's namespace, with dataclasses' methods in it
             try:
                 made = dataclasses.dataclass(klass, **kwargs)
             finally:
-                caps.making_dataclass -= 1
+                caps.making_dataclass.pop()
             if _isinstance(made, type):
                 # what dataclasses added: its bookkeeping, and methods it compiled from its own text, which a class
                 # statement of the file's may not always define itself (slots=True builds a new class from the old one's namespace)
@@ -332,4 +334,17 @@ def stand_ins(caps: Any) -> list[tuple[Any, Any]]:
     unshare_numpy_conversions()
     _check_enum_functional_api()
     check_library_metaclasses()
-    return [*_conversions(), *_wrappers(caps), *_type_new(caps), *_get_origin(caps), *_dataclasses(caps)]
+    return [*_conversions(), *_wrappers(caps), *_type_new(caps), *_get_origin(caps), *_dataclasses(caps), *_object_setattr(caps)]
+
+
+def _object_setattr(caps: Any) -> list[tuple[Any, Any]]:
+    def object_setattr(obj: Any, name: Any, value: Any, /) -> None:
+        """object.__setattr__, which a frozen dataclass's __post_init__ uses to set a field: judged
+        as `obj.name = value` would be (the file's own objects, a public name; on others' only what
+        the `writable` list names), then made past the class's own __setattr__."""
+        if _type(name) is not _str:
+            caps.refuse("object.__setattr__ with a name that is not a str itself")
+        caps.write(obj, name)
+        object.__setattr__(obj, name, value)
+
+    return [(object.__dict__["__setattr__"], object_setattr)]
