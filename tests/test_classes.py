@@ -78,7 +78,16 @@ EMPTIES = "import collections, functools, itertools, operator, enum, torch\nitem
         ("class T(map):\n    def __len__(self):\n        return 0", "derived from builtins.map"),
         ("class T(functools.partial):\n    pass", "derived from functools.partial"),
         ("class T(functools.cached_property):\n    pass", "derived from functools.cached_property"),
-        ("class T(collections.Counter):\n    pass", "derived from collections.Counter"),
+        ("class T(itertools.chain):\n    pass", "derived from itertools.chain"),
+        # a library function the library did not put there (Enum.__repr__ reads _value_repr_ on the class)
+        ("class T:\n    __repr__ = enum.Enum.__repr__\n    _value_repr_ = len", "whose __repr__ (a special method) is a function of enum.py's"),
+        # an object's own __dict__ answering for a name a class it derives from defines and calls
+        ("class T(torch.Tensor):\n    numpy = None\nt = torch.ones(1).as_subclass(T)\nt.numpy = len", "a change to torch.Tensor.numpy"),
+        (
+            "class G(collections.abc.Generator, collections.deque):\n    send = None\n    throw = None\ng = G()\ng.send = len",
+            "a change to send of an object of your class G: collections.abc.Generator defines send",
+        ),
+        ("class S(collections.abc.Sequence):\n    pass\nS.index = len", "a change to index of your class S: collections.abc.Sequence defines index"),
         # enum's bookkeeping, which its len, iteration and items read
         ("class E(enum.Enum):\n    A = 1\nE._member_map_ = collections.defaultdict(list)", "a change to _member_map_ of an Enum"),
         ("class E(enum.Enum):\n    A = 1\nE._member_names_ = chain", "a change to _member_names_ of an Enum"),
@@ -234,6 +243,22 @@ class Mask:
 
 Kind = enum.Enum("Kind", ["MEAN", "SUM"])
 
+class Tally(collections.Counter):
+    def top(self):
+        return max(self, key=self.get)
+
+class Settings:
+    @property
+    @functools.cache
+    def scale(self):
+        return 0.5
+
+class Failed(Exception):
+    def __init__(self, message):
+        super().__init__(message)
+        self.message = message
+        self.args = (message,)
+
 class Table(dict):
     pass
 
@@ -246,7 +271,8 @@ out = (layer(torch.ones(2)) + y).tolist()
 checks = (Colour.RED.describe(), Reduction.mean == "mean", Pair(1, 2.5).total(), Frozen(1) < Frozen(2), Config().x,
           Version(1) <= Version(2), str(layer), list(Rows()), list(Colour)[1].name, len(Colour),
           bool(Options.BIAS | Options.TIED), len({Block(), Block()}), Block()(torch.ones(1)).tolist(), Split()(8),
-          Scaled(4).scale, Cache()[3], (Mask(6) & Mask(3) | Mask(8)).bits, Kind.SUM.value)
+          Scaled(4).scale, Cache()[3], (Mask(6) & Mask(3) | Mask(8)).bits, Kind.SUM.value, Tally("aab").top(), Settings().scale,
+          Failed("x").message)
 """
 
 
@@ -254,4 +280,4 @@ def test_honest_classes_are_still_accepted():
     namespace, found = run(HONEST)
     assert found == []
     assert namespace["out"] == [3.0, 3.0]
-    assert namespace["checks"] == ("red", True, 3.5, True, 1, True, "Layer()", [0.0, 1.0], "GREEN", 2, True, 2, [2.0], 4, 0.25, 6, 10, 2)
+    assert namespace["checks"] == ("red", True, 3.5, True, 1, True, "Layer()", [0.0, 1.0], "GREEN", 2, True, 2, [2.0], 4, 0.25, 6, 10, 2, "a", 0.5, "x")

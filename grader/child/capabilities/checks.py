@@ -22,11 +22,13 @@ docs/threat-model.md.
 """
 
 import builtins
+import collections
 import enum
 import functools
 import inspect
 import operator
 import sys
+import typing
 from collections.abc import Callable, Iterable
 from fnmatch import fnmatchcase
 from types import (
@@ -71,6 +73,7 @@ from .slots import (
     _dict_of,
     _flags_of,
     _getattr,
+    _hasattr,
     _id,
     _isinstance,
     _module_of,
@@ -136,6 +139,9 @@ OFF_THE_LISTS = "not on this challenge's allow-list"
 WRAPPERS_DEEP = 4  # how many functools.wraps wrappers around a listed function are looked through
 _dict_get = dict.get  # a function's dictionary, read with dict's own method
 _ABSENT = object()
+_POINT = collections.namedtuple("_POINT", "x")
+_PROTO_HOOK = next(c for c in typing.Protocol.__init_subclass__.__func__.__code__.co_consts if getattr(c, "co_name", "") == "_proto_hook")
+LIBRARY_MADE_CODE = frozenset({_POINT.__repr__.__code__, _POINT.__getnewargs__.__code__, typing._no_init_or_replace_init.__code__, _PROTO_HOOK})  # type: ignore[attr-defined]
 _LRU_CACHE = type(functools.cache(len))  # functools' C wrapper; its __wrapped__ is set once, by functools itself
 CACHEABLE = frozenset({"__call__", "__hash__"})  # special methods a cache may stand for: no walk of numpy's or torch's calls them
 _GRAD_MODES = (torch.no_grad, torch.enable_grad, torch.inference_mode, torch.set_grad_enabled)
@@ -349,12 +355,12 @@ class Capabilities:
             special = is_dunder(key) and key not in DEFINED_DATA
             if not (special or key in defined or (enum_class and key in ENUM_HOOKS)):
                 continue
-            if self._method_of_the_file(value) or any(_dict_of(k).get(key, _ABSENT) is value for k in library):
-                continue
+            if self._method_of_the_file(value) or any(_same_entry(_dict_of(k).get(key, _ABSENT), value) for k in library):
+                continue  # (enum puts Enum.__new__'s function in each Enum it makes)
             if key in CACHEABLE and _type(value) is _LRU_CACHE and self._is_own_function(_dict_get(vars(value), "__wrapped__", None)):
                 continue  # @functools.cache on __call__ or __hash__, which no conversion of numpy's or torch's calls
-            if key in generated or (key in LIBRARY_MADE and (value is None or self._library_function(value))):
-                continue  # put there by dataclasses (what it added to the class), namedtuple, enum or typing
+            if key in generated or _library_made(value):
+                continue  # put there by dataclasses (what it added to the class), namedtuple or typing
             if any(_dict_of(made).get(key, _ABSENT) is value for made in self.making_dataclass):
                 continue  # dataclasses' new class for slots=True, made of the namespace of the class it is making
             if _id(value) in TOTAL_ORDERING or (not special and (inert(value) or (enum_class and _type(value) is cls))):
@@ -374,9 +380,13 @@ class Capabilities:
             self.refuse(f"a class ({name}) whose {key} ({where}) is {what}, not a function of your file's ({OWN_METHODS})", key)
 
     def _getter_of_the_file(self, value: Any) -> bool:
-        """A property or cached_property whose functions are the file's."""
+        """A property or cached_property whose functions are the file's (a property's getter may be a
+        cache of one: what it returns is data, as an attribute the file set would be)."""
         if _type(value) is functools.cached_property:
             return self._is_own_function(_dict_get(vars(value), "func", None))
+        if _type(value) is property and _type(_fget(value)) is _LRU_CACHE:
+            cached = _dict_get(vars(_fget(value)), "__wrapped__", None)
+            return self._is_own_function(cached) and _fset(value) is None and _fdel(value) is None
         return self._method_of_the_file(value)
 
     def _method_of_the_file(self, value: Any) -> bool:
@@ -980,8 +990,16 @@ class Capabilities:
         if name == "attrname" and issubclass(_type(obj), functools.cached_property):
             # it writes what its function returns into an instance's own __dict__ under that name: any special name
             self.refuse("a change to a cached_property's attrname (it takes the name it is given in the class statement)")
-        if self.owned_somewhere(obj) and not self._library_member(obj, name):
-            return obj
+        if self.owned_somewhere(obj):
+            base = self._base_defining(obj, name)
+            if base is not None and not library_class(base):
+                self.refuse(
+                    f"a change to {name} of {'your class' if _isinstance(obj, type) else 'an object of your class'} "
+                    f"{_type_name(obj if _isinstance(obj, type) else _type(obj))}: {_module_of(base)}.{_type_name(base)} defines {name}, "
+                    "and its own code uses it where yours does not run (call your attribute something else)"
+                )
+            if base is None and not self._library_member(obj, name):
+                return obj
         if not _isinstance(obj, type | ModuleType) and name[:1] != "_":
             found = class_entry(_type(obj), name)
             if found is not None and _id(found[1]) in self.allowed.writable:
@@ -989,7 +1007,24 @@ class Capabilities:
             if found is None and any(_id(k) in self.allowed.writable_any for k in _mro_of(_type(obj))):
                 return obj  # ctx.dim = dim in an autograd Function's context
         path = self._path(obj, name)
-        self.refuse(f"a change to {path} (an attribute of an object the file did not make; only {', '.join(self._writable_names())} may be set)", path)
+        whose = "of torch's or numpy's on an object of your class" if self.owned_somewhere(obj) else "of an object the file did not make"
+        self.refuse(f"a change to {path} (an attribute {whose}; only {', '.join(self._writable_names())} may be set)", path)
+
+    def _base_defining(self, obj: Any, name: str) -> Any:
+        """The first class of others that an object of the file's (or a class of the file's) derives
+        from whose dictionary has `name`, past any class of the file's that has it too: that class's
+        own code reads the name on the object (torch.Tensor.__array__ calls self.numpy,
+        collections.abc.Generator.__next__ calls self.send), so an object's own __dict__ must not
+        answer for it. On an object, a data descriptor there takes the write itself
+        (BaseException.args) and does not count; object's own names do not count."""
+        instance = not _isinstance(obj, type)
+        for klass in _mro_of(_type(obj) if instance else obj):
+            if klass is object or self._is_own_class(klass):
+                continue
+            entry = _dict_of(klass).get(name, _ABSENT)
+            if entry is not _ABSENT and not (instance and _hasattr(_type(entry), "__set__")):
+                return klass
+        return None
 
     def _library_member(self, obj: Any, name: str) -> bool:
         """Whether setting `name` on an object of the file's would set an entry of a library class
@@ -1028,6 +1063,24 @@ class Capabilities:
             rewrite.AUGMENTED_ATTRIBUTE: self.augmented_attribute,
             rewrite.AUGMENTED_ITEM: self.augmented_item,
         }
+
+
+def _same_entry(entry: Any, value: Any) -> bool:
+    """Whether a class's entry is value, or a staticmethod of it (what reading it on the class gives)."""
+    return entry is value or (_type(entry) is staticmethod and entry.__func__ is value)
+
+
+def _library_made(value: Any) -> bool:
+    """A special method that namedtuple or typing's Protocol puts in every class it makes, and no
+    other function: namedtuple's __new__ (compiled by namedtuple, whose globals hold tuple.__new__
+    as _tuple_new), __repr__ and __getnewargs__, Protocol's __init__ and __subclasshook__."""
+    inner = value.__func__ if _type(value) in (staticmethod, classmethod) else value
+    if _type(inner) is not FunctionType:
+        return False
+    if inner.__code__ in LIBRARY_MADE_CODE:
+        return True
+    made_by_namedtuple = _dict_get(inner.__globals__, "_tuple_new") is tuple.__new__ and inner.__code__.co_filename == "<string>"
+    return made_by_namedtuple and _type(value) is staticmethod
 
 
 def _unlisted_member_names(allowed: Allowed) -> frozenset[str]:

@@ -160,7 +160,7 @@ def _checking_new(original: Callable[..., Any]) -> Callable[..., Any]:
 # Enum, its bookkeeping (which no write may change: Capabilities.write).
 PLAIN_BASES = (
     object, int, float, complex, str, bytes, list, tuple, dict, set, frozenset, type, collections.OrderedDict, collections.defaultdict,
-    collections.deque,
+    collections.deque, collections.Counter,
 )  # fmt: skip
 LIBRARY_BASES = (
     torch.Tensor, torch.autograd.Function, numpy.ndarray, typing.Generic, typing.Protocol, abc.ABC, abc.ABCMeta,

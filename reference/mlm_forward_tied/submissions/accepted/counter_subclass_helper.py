@@ -1,0 +1,51 @@
+"""Honest style: token bookkeeping in a collections.Counter subclass (a vocabulary with a helper
+method). Refused today: "a class (MaskStats) derived from collections.Counter, whose code numpy and
+torch would run on your objects with what they hold" (Counter is not among the reviewed bases)."""
+
+import collections
+import math
+
+import torch
+
+
+class MaskStats(collections.Counter):
+    def fraction_masked(self):
+        total = self["masked"] + self["kept"]
+        return self["masked"] / total if total else 0.0
+
+def layer_norm(x):
+    mean = x.mean(dim=-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + 1e-5)
+
+
+def gelu(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def softmax(scores):
+    scores = scores - scores.amax(dim=-1, keepdim=True)
+    e = torch.exp(scores)
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def attention(x, w_q, w_k, w_v, w_o, num_heads):
+    n, t, d = x.shape
+    d_head = d // num_heads
+    q = (x @ w_q).view(n, t, num_heads, d_head).transpose(1, 2)
+    k = (x @ w_k).view(n, t, num_heads, d_head).transpose(1, 2)
+    v = (x @ w_v).view(n, t, num_heads, d_head).transpose(1, 2)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_head)
+    out = softmax(scores) @ v
+    return out.transpose(1, 2).reshape(n, t, d) @ w_o
+
+
+def mlm_forward_tied(input_ids, w_emb, pos_embed, blocks_weights, mask_indicator, num_heads):
+    x = w_emb[input_ids] + pos_embed
+    for w_q, w_k, w_v, w_o, w_mlp1, w_mlp2 in blocks_weights:
+        x = x + attention(layer_norm(x), w_q, w_k, w_v, w_o, num_heads)
+        x = x + gelu(layer_norm(x) @ w_mlp1) @ w_mlp2
+    stats = MaskStats(masked=int((mask_indicator > 0.5).sum()), kept=int((mask_indicator <= 0.5).sum()))
+    assert 0.0 <= stats.fraction_masked() <= 1.0
+    hidden = x[mask_indicator > 0.5]
+    return hidden @ w_emb.T
