@@ -81,13 +81,27 @@ EMPTIES = "import collections, functools, itertools, operator, enum, torch\nitem
         ("class T(itertools.chain):\n    pass", "derived from itertools.chain"),
         # a library function the library did not put there (Enum.__repr__ reads _value_repr_ on the class)
         ("class T:\n    __repr__ = enum.Enum.__repr__\n    _value_repr_ = len", "whose __repr__ (a special method) is a function of enum.py's"),
+        (  # Flag's __len__ calls its member's value's bit_count: a method of the value's class, int's only on an int
+            "class X:\n    def __init__(self, v):\n        self.v = v\n    def __or__(self, o):\n        return self\n    __ror__ = __or__\n"
+            "    def __and__(self, o):\n        return self\n    def __sub__(self, o):\n        return self\n"
+            "    def __eq__(self, o):\n        return self is o\n    def __hash__(self):\n        return 1\n"
+            "    def bit_length(self):\n        return 1\n    bit_count = functools.partial(len, chain)\n"
+            "class F(enum.Flag):\n    A = X(1)",
+            "a Flag (F) whose member A has a value that is not an int",
+        ),
         # an object's own __dict__ answering for a name a class it derives from defines and calls
         ("class T(torch.Tensor):\n    numpy = None\nt = torch.ones(1).as_subclass(T)\nt.numpy = len", "a change to torch.Tensor.numpy"),
         (
             "class G(collections.abc.Generator, collections.deque):\n    send = None\n    throw = None\ng = G()\ng.send = len",
             "a change to send of an object of your class G: collections.abc.Generator defines send",
         ),
-        ("class S(collections.abc.Sequence):\n    pass\nS.index = len", "a change to index of your class S: collections.abc.Sequence defines index"),
+        ("class S(collections.abc.Sequence):\n    pass\nS.__len__ = len", "a change to the special attribute __len__"),
+        (  # plain data in the file's class before a base's data descriptor: the write would land in the object's __dict__
+            "class T(torch.Tensor):\n    shape = None\nt = torch.ones(2).as_subclass(T)\nt.shape = [1]",
+            "a change to torch.Tensor.shape (an attribute of torch's or numpy's on an object of your class",
+        ),
+        # functools.cmp_to_key's objects call what they hold when compared (Counter.__repr__ sorts values): off the lists
+        ("k = functools.cmp_to_key(len)", "functools.cmp_to_key, which is not on this challenge's allow-list"),
         # enum's bookkeeping, which its len, iteration and items read
         ("class E(enum.Enum):\n    A = 1\nE._member_map_ = collections.defaultdict(list)", "a change to _member_map_ of an Enum"),
         ("class E(enum.Enum):\n    A = 1\nE._member_names_ = chain", "a change to _member_names_ of an Enum"),
@@ -194,8 +208,10 @@ class Tied(Layer):
         return super().__call__(x)
 
 class Rows(collections.abc.Sequence):
+    def __init__(self):
+        self.count = 2  # a name Sequence defines, which none of its special methods reads
     def __len__(self):
-        return 2
+        return self.count
     def __getitem__(self, i):
         if i >= 2:
             raise IndexError(i)
@@ -262,6 +278,11 @@ class Failed(Exception):
 class Table(dict):
     pass
 
+class Stream(list):
+    def __init__(self, items):
+        super().__init__(items)
+        self.index = 0  # list's C code reads no name on the object
+
 class Half(numbers.Real):
     pass
 
@@ -272,7 +293,7 @@ checks = (Colour.RED.describe(), Reduction.mean == "mean", Pair(1, 2.5).total(),
           Version(1) <= Version(2), str(layer), list(Rows()), list(Colour)[1].name, len(Colour),
           bool(Options.BIAS | Options.TIED), len({Block(), Block()}), Block()(torch.ones(1)).tolist(), Split()(8),
           Scaled(4).scale, Cache()[3], (Mask(6) & Mask(3) | Mask(8)).bits, Kind.SUM.value, Tally("aab").top(), Settings().scale,
-          Failed("x").message)
+          Failed("x").message, Stream([1, 2]).index)
 """
 
 
@@ -280,4 +301,4 @@ def test_honest_classes_are_still_accepted():
     namespace, found = run(HONEST)
     assert found == []
     assert namespace["out"] == [3.0, 3.0]
-    assert namespace["checks"] == ("red", True, 3.5, True, 1, True, "Layer()", [0.0, 1.0], "GREEN", 2, True, 2, [2.0], 4, 0.25, 6, 10, 2, "a", 0.5, "x")
+    assert namespace["checks"] == ("red", True, 3.5, True, 1, True, "Layer()", [0.0, 1.0], "GREEN", 2, True, 2, [2.0], 4, 0.25, 6, 10, 2, "a", 0.5, "x", 0)

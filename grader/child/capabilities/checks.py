@@ -343,6 +343,10 @@ class Capabilities:
         and abc's bookkeeping."""
         name = _type_name(cls)
         namespace = _dict_of(cls)
+        if issubclass(cls, enum.Flag):  # Flag's __len__ calls its member's value's bit_count, which is int's only on an int
+            for member in _dict.values(namespace.get("_member_map_", {})):
+                if _type(object.__getattribute__(member, "_value_")) is not int:
+                    self.refuse(f"a Flag ({name}) whose member {object.__getattribute__(member, '_name_')} has a value that is not an int")
         library = [k for k in _mro_of(cls)[1:] if not self._is_own_class(k)]
         defined = set().union(*(_dict_of(k).keys() for k in library if k is not object)) if any(_flags_of(k) & HEAP_TYPE for k in library) else set()
         generated = self._generated.get(_id(cls), frozenset())
@@ -1012,18 +1016,26 @@ class Capabilities:
 
     def _base_defining(self, obj: Any, name: str) -> Any:
         """The first class of others that an object of the file's (or a class of the file's) derives
-        from whose dictionary has `name`, past any class of the file's that has it too: that class's
-        own code reads the name on the object (torch.Tensor.__array__ calls self.numpy,
-        collections.abc.Generator.__next__ calls self.send), so an object's own __dict__ must not
+        from whose dictionary has `name`, where that class's own code reads it on the object:
+        torch's and numpy's classes (torch.Tensor.__array__ calls self.numpy), and a library class
+        written in Python whose special methods, or the methods they call, read that name
+        (collections.abc.Generator.__next__ calls self.send): an object's own __dict__ must not
         answer for it. On an object, a data descriptor there takes the write itself
-        (BaseException.args) and does not count; object's own names do not count."""
+        (BaseException.args, Tensor.shape) and does not count, unless a class of the file's before
+        it holds the name as plain data (then the write lands in the object's __dict__)."""
         instance = not _isinstance(obj, type)
+        shadowed = False  # a class of the file's before it holds the name as plain data: a write goes to the object's __dict__
         for klass in _mro_of(_type(obj) if instance else obj):
-            if klass is object or self._is_own_class(klass):
-                continue
             entry = _dict_of(klass).get(name, _ABSENT)
-            if entry is not _ABSENT and not (instance and _hasattr(_type(entry), "__set__")):
-                return klass
+            if klass is object or entry is _ABSENT:
+                continue
+            if self._is_own_class(klass):
+                shadowed = shadowed or not _hasattr(_type(entry), "__set__")
+                continue
+            if instance and not shadowed and _hasattr(_type(entry), "__set__"):
+                continue
+            if library_class(klass) or (_flags_of(klass) & HEAP_TYPE and name in names_called(klass)):
+                return klass  # (the C code of Python's own types reads no name on the object)
         return None
 
     def _library_member(self, obj: Any, name: str) -> bool:
@@ -1063,6 +1075,38 @@ class Capabilities:
             rewrite.AUGMENTED_ATTRIBUTE: self.augmented_attribute,
             rewrite.AUGMENTED_ITEM: self.augmented_item,
         }
+
+
+_NAMES_CALLED: dict[type, frozenset[str]] = {}
+
+
+def names_called(klass: type) -> frozenset[str]:
+    """Every name the Python code of a library class's special methods may read, and of the methods
+    of its MRO those names lead to (the names of their code, nested code included): what that code
+    can read on an object of the file's."""
+    found = _NAMES_CALLED.get(klass)
+    if found is None:
+        mro = [k for k in _mro_of(klass) if k is not object]
+        names: set[str] = set()
+        pending = [n for k in mro for n in _dict_of(k) if is_dunder(n)]
+        seen: set[str] = set()
+        while pending:
+            name = pending.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            for k in mro:
+                entry = _dict_of(k).get(name, _ABSENT)
+                function = entry.__func__ if _type(entry) in (staticmethod, classmethod) else _fget(entry) if _type(entry) is property else entry
+                if _type(function) is FunctionType:
+                    codes = [function.__code__]
+                    while codes:
+                        code = codes.pop()
+                        names.update(code.co_names)
+                        pending += code.co_names
+                        codes += [c for c in code.co_consts if _type(c) is CodeType]
+        found = _NAMES_CALLED[klass] = frozenset(names)
+    return found
 
 
 def _same_entry(entry: Any, value: Any) -> bool:
