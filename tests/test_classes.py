@@ -81,14 +81,11 @@ EMPTIES = "import collections, functools, itertools, operator, enum, torch\nitem
         ("class T(itertools.chain):\n    pass", "derived from itertools.chain"),
         # a library function the library did not put there (Enum.__repr__ reads _value_repr_ on the class)
         ("class T:\n    __repr__ = enum.Enum.__repr__\n    _value_repr_ = len", "whose __repr__ (a special method) is a function of enum.py's"),
-        (  # Flag's __len__ calls its member's value's bit_count: a method of the value's class, int's only on an int
-            "class X:\n    def __init__(self, v):\n        self.v = v\n    def __or__(self, o):\n        return self\n    __ror__ = __or__\n"
-            "    def __and__(self, o):\n        return self\n    def __sub__(self, o):\n        return self\n"
-            "    def __eq__(self, o):\n        return self is o\n    def __hash__(self):\n        return 1\n"
-            "    def bit_length(self):\n        return 1\n    bit_count = functools.partial(len, chain)\n"
-            "class F(enum.Flag):\n    A = X(1)",
-            "a Flag (F) whose member A has a value that is not an int",
-        ),
+        # Flag's __len__ calls its member's value's bit_count, and enum makes members of any int subclass: off the lists
+        ("class F(enum.Flag):\n    A = 1", "enum.Flag, which is not on this challenge's allow-list"),
+        ("class Bits(int):\n    bit_count = functools.partial(len, chain)", "whose bit_count (a name int defines) is a partial"),
+        ("class H:\n    thing = classmethod(property(functools.partial(len, chain)))", "whose thing is a classmethod over a function"),
+        ("class T(collections.OrderedDict):\n    pass", "derived from collections.OrderedDict"),
         # an object's own __dict__ answering for a name a class it derives from defines and calls
         ("class T(torch.Tensor):\n    numpy = None\nt = torch.ones(1).as_subclass(T)\nt.numpy = len", "a change to torch.Tensor.numpy"),
         (
@@ -220,10 +217,6 @@ class Rows(collections.abc.Sequence):
 class Failure(ValueError):
     pass
 
-class Options(enum.Flag):
-    BIAS = enum.auto()
-    TIED = enum.auto()
-
 class Block:
     def __eq__(self, other):
         return self is other
@@ -291,7 +284,7 @@ layer = Tied(torch.eye(2))
 out = (layer(torch.ones(2)) + y).tolist()
 checks = (Colour.RED.describe(), Reduction.mean == "mean", Pair(1, 2.5).total(), Frozen(1) < Frozen(2), Config().x,
           Version(1) <= Version(2), str(layer), list(Rows()), list(Colour)[1].name, len(Colour),
-          bool(Options.BIAS | Options.TIED), len({Block(), Block()}), Block()(torch.ones(1)).tolist(), Split()(8),
+          len({Block(), Block()}), Block()(torch.ones(1)).tolist(), Split()(8),
           Scaled(4).scale, Cache()[3], (Mask(6) & Mask(3) | Mask(8)).bits, Kind.SUM.value, Tally("aab").top(), Settings().scale,
           Failed("x").message, Stream([1, 2]).index)
 """
@@ -301,4 +294,4 @@ def test_honest_classes_are_still_accepted():
     namespace, found = run(HONEST)
     assert found == []
     assert namespace["out"] == [3.0, 3.0]
-    assert namespace["checks"] == ("red", True, 3.5, True, 1, True, "Layer()", [0.0, 1.0], "GREEN", 2, True, 2, [2.0], 4, 0.25, 6, 10, 2, "a", 0.5, "x", 0)
+    assert namespace["checks"] == ("red", True, 3.5, True, 1, True, "Layer()", [0.0, 1.0], "GREEN", 2, 2, [2.0], 4, 0.25, 6, 10, 2, "a", 0.5, "x", 0)

@@ -142,6 +142,7 @@ _ABSENT = object()
 _POINT = collections.namedtuple("_POINT", "x")
 _PROTO_HOOK = next(c for c in typing.Protocol.__init_subclass__.__func__.__code__.co_consts if getattr(c, "co_name", "") == "_proto_hook")
 LIBRARY_MADE_CODE = frozenset({_POINT.__repr__.__code__, _POINT.__getnewargs__.__code__, typing._no_init_or_replace_init.__code__, _PROTO_HOOK})  # type: ignore[attr-defined]
+_PLAIN_C_DESCRIPTORS = (type(collections.namedtuple("_T", "x").x), MemberDescriptorType, GetSetDescriptorType)
 _LRU_CACHE = type(functools.cache(len))  # functools' C wrapper; its __wrapped__ is set once, by functools itself
 CACHEABLE = frozenset({"__call__", "__hash__"})  # special methods a cache may stand for: no walk of numpy's or torch's calls them
 _GRAD_MODES = (torch.no_grad, torch.enable_grad, torch.inference_mode, torch.set_grad_enabled)
@@ -348,13 +349,16 @@ class Capabilities:
                 if _type(object.__getattribute__(member, "_value_")) is not int:
                     self.refuse(f"a Flag ({name}) whose member {object.__getattribute__(member, '_name_')} has a value that is not an int")
         library = [k for k in _mro_of(cls)[1:] if not self._is_own_class(k)]
-        defined = set().union(*(_dict_of(k).keys() for k in library if k is not object)) if any(_flags_of(k) & HEAP_TYPE for k in library) else set()
+        defined = set().union(*(_dict_of(k).keys() for k in library if k is not object))  # (int's bit_count too: library code calls it on values)
         generated = self._generated.get(_id(cls), frozenset())
         enum_class = issubclass(cls, enum.Enum)
         for key, value in [*namespace.items()]:  # a mappingproxy's own items (its class is C's)
             if key in CLASS_BOOKKEEPING or key in METACLASS_MADE or value is CLASS_ONLY.get(key) or (enum_class and is_sunder(key) and key not in ENUM_HOOKS):
                 continue  # data, or what the library's own metaclass set (enum's _EnumDict refuses other _sunder_ names)
-            if _isinstance(value, GETTERS) and not self._getter_of_the_file(value):
+            inner = value
+            while _type(inner) is classmethod:  # Python 3.11 passes a classmethod's __get__ on to what it holds
+                inner = inner.__func__
+            if _isinstance(inner, GETTERS) and not self._getter_of_the_file(inner):
                 self.refuse(f"a class ({name}) whose {key} is a {_type_name(_type(value))} over a function that is not your file's ({OWN_METHODS})")
             special = is_dunder(key) and key not in DEFINED_DATA
             if not (special or key in defined or (enum_class and key in ENUM_HOOKS)):
@@ -376,6 +380,8 @@ class Capabilities:
                     "__hash__ may be cached)",
                     key,
                 )
+            if not special and _type(value) in _PLAIN_C_DESCRIPTORS:
+                continue  # a NamedTuple's field, a slot: C code that reads the object's own storage
             if _type(value) is FunctionType:  # named by where its code is (a wrapper copies the name of what it wraps)
                 what = f"a function of {_library_name(value.__code__.co_filename)}'s ({value.__code__.co_name}, wrapping or made by library code)"
             else:

@@ -155,16 +155,17 @@ def _checking_new(original: Callable[..., Any]) -> Callable[..., Any]:
 # any other class such an object derives from reads, on the object, only what the file can set to
 # its own functions and plain data.
 
-# Built-in types whose C code reads no attribute of the object by name, and library classes whose
+# Built-in types whose C code reads no attribute of the object by name (not OrderedDict: its repr of a
+# subclass calls self.items()), and library classes whose
 # Python code reads only the object's special methods, entries their own classes define and, for an
 # Enum, its bookkeeping (which no write may change: Capabilities.write).
 PLAIN_BASES = (
-    object, int, float, complex, str, bytes, list, tuple, dict, set, frozenset, type, collections.OrderedDict, collections.defaultdict,
-    collections.deque, collections.Counter,
+    object, int, float, complex, str, bytes, list, tuple, dict, set, frozenset, type, collections.defaultdict, collections.deque,
+    collections.Counter,
 )  # fmt: skip
 LIBRARY_BASES = (
     torch.Tensor, torch.autograd.Function, numpy.ndarray, typing.Generic, typing.Protocol, abc.ABC, abc.ABCMeta,
-    enum.Enum, enum.IntEnum, enum.Flag, enum.IntFlag, enum.StrEnum, enum.EnumType,
+    enum.Enum, enum.IntEnum, enum.StrEnum, enum.EnumType,
 )  # fmt: skip
 REVIEWED_MODULES = ("_collections_abc", "numbers")  # the ABCs of collections.abc and numbers: their methods use the object's special methods
 # Names enum's own code calls on an Enum class (its _EnumDict refuses any other _sunder_ name in the body).
