@@ -97,6 +97,9 @@ EMPTIES = "import collections, functools, itertools, operator, enum, torch\nitem
             "class T(torch.Tensor):\n    shape = None\nt = torch.ones(2).as_subclass(T)\nt.shape = [1]",
             "a change to torch.Tensor.shape (an attribute of torch's or numpy's on an object of your class",
         ),
+        # a name library Python code reads that a C base defines (Counter.__repr__ calls self.items; Mapping.__eq__ other.items)
+        ("class T(collections.Counter):\n    pass\nc = T()\nc.items = len", "a change to items of an object of your class T: builtins.dict defines items"),
+        ("class Row(dict):\n    pass\nr = Row()\nr.items = len", "a change to items of an object of your class Row: builtins.dict defines items"),
         # functools.cmp_to_key's objects call what they hold when compared (Counter.__repr__ sorts values): off the lists
         ("k = functools.cmp_to_key(len)", "functools.cmp_to_key, which is not on this challenge's allow-list"),
         # enum's bookkeeping, which its len, iteration and items read
@@ -252,6 +255,10 @@ class Mask:
 
 Kind = enum.Enum("Kind", ["MEAN", "SUM"])
 
+class Act(str, enum.Enum):
+    GELU = "gelu"
+    __str__ = str.__str__  # str is also typing.Text, which no list names: the built-in is what is read
+
 class Tally(collections.Counter):
     def top(self):
         return max(self, key=self.get)
@@ -286,7 +293,7 @@ checks = (Colour.RED.describe(), Reduction.mean == "mean", Pair(1, 2.5).total(),
           Version(1) <= Version(2), str(layer), list(Rows()), list(Colour)[1].name, len(Colour),
           len({Block(), Block()}), Block()(torch.ones(1)).tolist(), Split()(8),
           Scaled(4).scale, Cache()[3], (Mask(6) & Mask(3) | Mask(8)).bits, Kind.SUM.value, Tally("aab").top(), Settings().scale,
-          Failed("x").message, Stream([1, 2]).index)
+          Failed("x").message, Stream([1, 2]).index, str(Act.GELU))
 """
 
 
@@ -294,4 +301,4 @@ def test_honest_classes_are_still_accepted():
     namespace, found = run(HONEST)
     assert found == []
     assert namespace["out"] == [3.0, 3.0]
-    assert namespace["checks"] == ("red", True, 3.5, True, 1, True, "Layer()", [0.0, 1.0], "GREEN", 2, 2, [2.0], 4, 0.25, 6, 10, 2, "a", 0.5, "x", 0)
+    assert namespace["checks"] == ("red", True, 3.5, True, 1, True, "Layer()", [0.0, 1.0], "GREEN", 2, 2, [2.0], 4, 0.25, 6, 10, 2, "a", 0.5, "x", 0, "gelu")

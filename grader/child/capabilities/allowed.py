@@ -10,6 +10,7 @@ A name that does not resolve (a function this torch or numpy does not have) is l
 in `missing`.
 """
 
+import builtins
 import importlib
 from dataclasses import dataclass, field
 from types import BuiltinFunctionType, ModuleType
@@ -141,18 +142,19 @@ def resolve(config: dict[str, Any]) -> Allowed:
             allowed.writable[_id(found[1])] = name
         if found is not None:
             allowed.kept.append(found[1])
-    allowed.unlisted = _unlisted(allowed)
+    allowed.unlisted = _unlisted(allowed, config.get("builtins", ()))
     _RESOLVED[key] = allowed
     return allowed
 
 
-def _unlisted(allowed: Allowed) -> dict[int, str]:
+def _unlisted(allowed: Allowed, builtin_names: Any = ()) -> dict[int, str]:
     """The public objects of the allowed modules, and of their public classes' dictionaries, that
     no list names (torch.load, typing.get_type_hints, torch.UntypedStorage): refused by identity
     wherever they turn up, also where no read hands them out (a copy of a module's namespace in a
     function's __dict__). An object that a name on the lists also leads to is allowed; data (a
     number, a string) is no capability and is shared."""
     named = set(allowed.objects) | set(allowed.members) | set(allowed.modules)
+    named |= {_id(getattr(builtins, name)) for name in builtin_names if hasattr(builtins, name)}  # str is also typing.Text
     found: dict[int, str] = {}
 
     def consider(path: str, value: Any) -> None:

@@ -56,6 +56,7 @@ from .arrays import has_object as _has_object
 from .builtins import guarded_type, restricted_builtins
 from .callers import Callers, probe
 from .classes import (
+    ALLOWED_BASES,
     CLASS_ONLY,
     ENUM_HOOKS,
     GETTERS,
@@ -1006,7 +1007,7 @@ class Capabilities:
                 self.refuse(
                     f"a change to {name} of {'your class' if _isinstance(obj, type) else 'an object of your class'} "
                     f"{_type_name(obj if _isinstance(obj, type) else _type(obj))}: {_module_of(base)}.{_type_name(base)} defines {name}, "
-                    "and its own code uses it where yours does not run (call your attribute something else)"
+                    "and library code calls it on the object where your code does not run (call your attribute something else)"
                 )
             if base is None and not self._library_member(obj, name):
                 return obj
@@ -1022,11 +1023,12 @@ class Capabilities:
 
     def _base_defining(self, obj: Any, name: str) -> Any:
         """The first class of others that an object of the file's (or a class of the file's) derives
-        from whose dictionary has `name`, where that class's own code reads it on the object:
-        torch's and numpy's classes (torch.Tensor.__array__ calls self.numpy), and a library class
-        written in Python whose special methods, or the methods they call, read that name
-        (collections.abc.Generator.__next__ calls self.send): an object's own __dict__ must not
-        answer for it. On an object, a data descriptor there takes the write itself
+        from whose dictionary has `name`, where library code reads it on the object: any name of
+        torch's and numpy's classes (torch.Tensor.__array__ calls self.numpy), and any name the
+        special methods of the library classes a class may derive from read, or the methods they
+        call, on any object (collections.abc.Generator.__next__ calls self.send, Counter.__repr__
+        calls self.items, which dict defines, Mapping.__eq__ calls other.items): an object's own
+        __dict__ must not answer for it. On an object, a data descriptor there takes the write itself
         (BaseException.args, Tensor.shape) and does not count, unless a class of the file's before
         it holds the name as plain data (then the write lands in the object's __dict__)."""
         instance = not _isinstance(obj, type)
@@ -1040,8 +1042,8 @@ class Capabilities:
                 continue
             if instance and not shadowed and _hasattr(_type(entry), "__set__"):
                 continue
-            if library_class(klass) or (_flags_of(klass) & HEAP_TYPE and name in names_called(klass)):
-                return klass  # (the C code of Python's own types reads no name on the object)
+            if library_class(klass) or name in all_names_called():
+                return klass  # (the C code of Python's own types reads no name on the object: a list subclass's self.index is the file's)
         return None
 
     def _library_member(self, obj: Any, name: str) -> bool:
@@ -1112,6 +1114,30 @@ def names_called(klass: type) -> frozenset[str]:
                         pending += code.co_names
                         codes += [c for c in code.co_consts if _type(c) is CodeType]
         found = _NAMES_CALLED[klass] = frozenset(names)
+    return found
+
+
+_ALL_NAMES_CALLED: list[frozenset[str]] = []
+
+
+def all_names_called() -> frozenset[str]:
+    """What the Python code of every library class a class of the file's may derive from can read
+    on an object (names_called of each; torch's and numpy's classes count with every name)."""
+    if not _ALL_NAMES_CALLED:
+        classes = [k for k in _all_classes(object) if _id(k) in ALLOWED_BASES and _flags_of(k) & HEAP_TYPE and not library_class(k)]
+        _ALL_NAMES_CALLED.append(frozenset().union(*(names_called(k) for k in classes)))
+    return _ALL_NAMES_CALLED[0]
+
+
+def _all_classes(root: type) -> list[type]:
+    found, pending, seen = [], [root], set()
+    while pending:
+        klass = pending.pop()
+        for sub in type.__subclasses__(klass):
+            if _id(sub) not in seen:
+                seen.add(_id(sub))
+                found.append(sub)
+                pending.append(sub)
     return found
 
 
