@@ -86,6 +86,9 @@ EMPTIES = "import collections, functools, itertools, operator, enum, torch\nitem
         ("class Bits(int):\n    bit_count = functools.partial(len, chain)", "whose bit_count (a name int defines) is a partial"),
         ("class H:\n    thing = classmethod(property(functools.partial(len, chain)))", "whose thing is a classmethod over a function"),
         ("class T(collections.OrderedDict):\n    pass", "derived from collections.OrderedDict"),
+        # UnicodeError's C __str__ reads a byte at object + start, whatever object is
+        ("class E(UnicodeDecodeError):\n    pass", "derived from builtins.UnicodeDecodeError"),
+        ("class G(ExceptionGroup):\n    pass", "derived from builtins.ExceptionGroup"),
         # an object's own __dict__ answering for a name a class it derives from defines and calls
         ("class T(torch.Tensor):\n    numpy = None\nt = torch.ones(1).as_subclass(T)\nt.numpy = len", "a change to torch.Tensor.numpy"),
         (

@@ -317,8 +317,8 @@ class Capabilities:
             foreign = foreign_base(cls, lambda klass: klass is self.guarded_type or self._is_own_class(klass))
             if foreign is not None:
                 self.refuse(
-                    f"a class ({_type_name(cls)}) derived from {_module_of(foreign)}.{_type_name(foreign)}, whose code numpy and torch would run "
-                    f"on your objects with what they hold: {PLAIN_CLASSES}"
+                    f"a class ({_type_name(cls)}) derived from {_module_of(foreign)}.{_type_name(foreign)}, whose code runs what your objects "
+                    f"hold where no check of yours does: {PLAIN_CLASSES}"
                 )
             self._check_entries(cls)
             for klass in _mro_of(cls)[1:]:

@@ -168,6 +168,9 @@ LIBRARY_BASES = (
     enum.Enum, enum.IntEnum, enum.StrEnum, enum.EnumType,
 )  # fmt: skip
 REVIEWED_MODULES = ("_collections_abc", "numbers")  # the ABCs of collections.abc and numbers: their methods use the object's special methods
+# Python's exceptions whose C code trusts what their objects hold: UnicodeError's __str__ reads a
+# byte at `object` + `start` whatever `object` is, and an exception group's split() calls self.derive.
+ODD_EXCEPTIONS = (UnicodeError, BaseExceptionGroup)
 # Names enum's own code calls on an Enum class (its _EnumDict refuses any other _sunder_ name in the body).
 ENUM_HOOKS = frozenset({"_generate_next_value_", "_missing_", "_numeric_repr_", "_iter_member_", "_iter_member_by_value_", "_iter_member_by_def_"})
 # Set by a library metaclass on every class it makes, whatever the body held (abc's, torch's FunctionMeta).
@@ -198,7 +201,7 @@ def foreign_base(cls: type, own: Callable[[type], bool]) -> Any:
     for klass in _mro_of(cls)[1:]:
         if own(klass) or _id(klass) in ALLOWED_BASES:
             continue
-        if issubclass(klass, BaseException) and not _flags_of(klass) & HEAP_TYPE:
+        if issubclass(klass, BaseException) and not _flags_of(klass) & HEAP_TYPE and not issubclass(klass, ODD_EXCEPTIONS):
             continue  # Python's own exceptions
         return klass
     return None
