@@ -85,6 +85,11 @@ EMPTIES = "import collections, functools, itertools, operator, enum, torch\nitem
         ("class F(enum.Flag):\n    A = 1", "enum.Flag, which is not on this challenge's allow-list"),
         ("class Bits(int):\n    bit_count = functools.partial(len, chain)", "whose bit_count (a name int defines) is a partial"),
         ("class H:\n    thing = classmethod(property(functools.partial(len, chain)))", "whose thing is a classmethod over a function"),
+        (  # partialmethod passes a read on to a descriptor it holds; dataclasses' __repr__ reads the field
+            "class H:\n    label = functools.partialmethod(property(functools.partial(len, chain)))",
+            "whose label is a partialmethod over a function",
+        ),
+        ("class T(collections.defaultdict, collections.Counter):\n    pass", "derived from collections.defaultdict"),
         ("class T(collections.OrderedDict):\n    pass", "derived from collections.OrderedDict"),
         # UnicodeError's C __str__ reads a byte at object + start, whatever object is
         ("class E(UnicodeDecodeError):\n    pass", "derived from builtins.UnicodeDecodeError"),

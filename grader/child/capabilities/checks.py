@@ -357,8 +357,8 @@ class Capabilities:
             if key in CLASS_BOOKKEEPING or key in METACLASS_MADE or value is CLASS_ONLY.get(key) or (enum_class and is_sunder(key) and key not in ENUM_HOOKS):
                 continue  # data, or what the library's own metaclass set (enum's _EnumDict refuses other _sunder_ names)
             inner = value
-            while _type(inner) is classmethod:  # Python 3.11 passes a classmethod's __get__ on to what it holds
-                inner = inner.__func__
+            while _type(inner) is classmethod or _type(inner) is functools.partialmethod:  # each passes a read on to what it holds
+                inner = inner.__func__ if _type(inner) is classmethod else _dict_get(vars(inner), "func", None)
             if _isinstance(inner, GETTERS) and not self._getter_of_the_file(inner):
                 self.refuse(f"a class ({name}) whose {key} is a {_type_name(_type(value))} over a function that is not your file's ({OWN_METHODS})")
             special = is_dunder(key) and key not in DEFINED_DATA

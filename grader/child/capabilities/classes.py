@@ -156,12 +156,12 @@ def _checking_new(original: Callable[..., Any]) -> Callable[..., Any]:
 # its own functions and plain data.
 
 # Built-in types whose C code reads no attribute of the object by name (not OrderedDict: its repr of a
-# subclass calls self.items()), and library classes whose
+# subclass calls self.items(); not defaultdict, whose missing key calls its factory where Counter's
+# code looks one up), and library classes whose
 # Python code reads only the object's special methods, entries their own classes define and, for an
 # Enum, its bookkeeping (which no write may change: Capabilities.write).
 PLAIN_BASES = (
-    object, int, float, complex, str, bytes, list, tuple, dict, set, frozenset, type, collections.defaultdict, collections.deque,
-    collections.Counter,
+    object, int, float, complex, str, bytes, list, tuple, dict, set, frozenset, type, collections.deque, collections.Counter,
 )  # fmt: skip
 LIBRARY_BASES = (
     torch.Tensor, torch.autograd.Function, numpy.ndarray, typing.Generic, typing.Protocol, abc.ABC, abc.ABCMeta,
