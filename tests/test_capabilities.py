@@ -671,7 +671,10 @@ class _Handing:
         ("y = lib.call_back(lambda m: m)", "the argument m of a lambda, a module outside the allowed list"),
         ("class K:\n    def method(self, m):\n        return m\ny = lib.call_back(K().method)", "the argument m of method()"),
         ("with lib as m:\n    y = m", "the value `with ... as m` bound, a module outside the allowed list"),
-        ("def gen():\n    got = yield 1\n    yield got.__name__\ny = lib.send_into(gen())", "a value sent into a generator, a module outside the allowed list"),
+        (
+            "def gen():\n    got = yield 1\n    yield got.__name__\ny = lib.send_into(gen())",
+            "a value sent into a generator, or what `await` returned, a module outside the allowed list",
+        ),
         ("async def walk(items):\n    async for m in items:\n        return m\ny = lib.run_async(walk)", "the value `async for m` bound, a module outside"),
         # a container is checked with what it holds: library code takes items out unseen (f(*items), partial, map)
         ("import functools\nmake = functools.partial(*lib.classes()[0][1], 'Raw', (), {})", "a value a call returned, a container holding type"),

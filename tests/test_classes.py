@@ -310,3 +310,14 @@ def test_honest_classes_are_still_accepted():
     assert found == []
     assert namespace["out"] == [3.0, 3.0]
     assert namespace["checks"] == ("red", True, 3.5, True, 1, True, "Layer()", [0.0, 1.0], "GREEN", 2, 2, [2.0], 4, 0.25, 6, 10, 2, "a", 0.5, "x", 0, "gelu")
+
+
+def test_a_coroutine_of_the_files_runs_after_await_when_its_own_code_resumes_it():
+    """The code after an `await` is checked for who resumed it, as after a `yield`: the file's own
+    code driving its coroutine passes, and what `await` returned is checked."""
+    source = (
+        "async def inner():\n    return 2\nasync def outer():\n    return (await inner()) + 1\n"
+        "c = outer()\ntry:\n    c.send(None)\nexcept StopIteration as e:\n    y = e.value\n"
+    )
+    namespace, found = run(source)
+    assert found == [] and namespace["y"] == 3

@@ -665,10 +665,10 @@ class Capabilities:
         self._check_callers(_getframe(1), "called")
 
     def resumed(self, value: Any, line: int = 0) -> Any:
-        """A generator of the file's resumed at a `yield`: refused if library C code resumed it, and
-        the value sent in checked."""
+        """A generator of the file's resumed at a `yield`, or a coroutine after an `await`: refused if
+        library C code resumed it, and the value sent in checked."""
         self._check_callers(_getframe(1), "resumed")
-        return self.check_value(value, "a value sent into a generator", line)
+        return self.check_value(value, "a value sent into a generator, or what `await` returned", line)
 
     def _check_callers(self, frame: FrameType, how: str) -> None:
         library = self._callers.library_between(frame, self._is_files)

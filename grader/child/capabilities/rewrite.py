@@ -228,9 +228,7 @@ def _rewrite_child(node: ast.AST) -> ast.AST:
         node.checked = True  # type: ignore[attr-defined] - visited again as the argument of its check
         if isinstance(node, ast.Call):
             return _call(RESULT, node, node)
-        if isinstance(node, ast.Await):
-            return _call(BOUND, node, node, ast.Constant("what `await` returned"))
-        return _call(RESUMED, node, node)  # a generator resumed: by whom is checked, as for a special method
+        return _call(RESUMED, node, node)  # a generator or coroutine resumed: by whom is checked, as for a special method
     _check_bindings(node)
     if isinstance(node, ast.For) or (isinstance(node, ast.comprehension) and not node.is_async):
         node.iter = _call(ITEMS, node.iter, node.iter, ast.Constant(_shape(node.target)))
