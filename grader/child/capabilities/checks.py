@@ -56,7 +56,8 @@ from .arrays import has_object as _has_object
 from .builtins import guarded_type, restricted_builtins
 from .callers import Callers, probe
 from .classes import (
-    ALLOWED_BASES,
+    _ABSENT,
+    ALL_NAMES_CALLED,
     CLASS_ONLY,
     ENUM_HOOKS,
     GETTERS,
@@ -139,11 +140,10 @@ DEFINED_DATA = frozenset({"__name__", "__main__", "__doc__", "__all__", "__futur
 OFF_THE_LISTS = "not on this challenge's allow-list"
 WRAPPERS_DEEP = 4  # how many functools.wraps wrappers around a listed function are looked through
 _dict_get = dict.get  # a function's dictionary, read with dict's own method
-_ABSENT = object()
 _POINT = collections.namedtuple("_POINT", "x")
 _PROTO_HOOK = next(c for c in typing.Protocol.__init_subclass__.__func__.__code__.co_consts if getattr(c, "co_name", "") == "_proto_hook")
 LIBRARY_MADE_CODE = frozenset({_POINT.__repr__.__code__, _POINT.__getnewargs__.__code__, typing._no_init_or_replace_init.__code__, _PROTO_HOOK})  # type: ignore[attr-defined]
-_PLAIN_C_DESCRIPTORS = (type(collections.namedtuple("_T", "x").x), MemberDescriptorType, GetSetDescriptorType)
+_PLAIN_C_DESCRIPTORS = (type(_POINT.x), MemberDescriptorType, GetSetDescriptorType)
 _LRU_CACHE = type(functools.cache(len))  # functools' C wrapper; its __wrapped__ is set once, by functools itself
 CACHEABLE = frozenset({"__call__", "__hash__"})  # special methods a cache may stand for: no walk of numpy's or torch's calls them
 _GRAD_MODES = (torch.no_grad, torch.enable_grad, torch.inference_mode, torch.set_grad_enabled)
@@ -345,10 +345,6 @@ class Capabilities:
         and abc's bookkeeping."""
         name = _type_name(cls)
         namespace = _dict_of(cls)
-        if issubclass(cls, enum.Flag):  # Flag's __len__ calls its member's value's bit_count, which is int's only on an int
-            for member in _dict.values(namespace.get("_member_map_", {})):
-                if _type(object.__getattribute__(member, "_value_")) is not int:
-                    self.refuse(f"a Flag ({name}) whose member {object.__getattribute__(member, '_name_')} has a value that is not an int")
         library = [k for k in _mro_of(cls)[1:] if not self._is_own_class(k)]
         defined = set().union(*(_dict_of(k).keys() for k in library if k is not object))  # (int's bit_count too: library code calls it on values)
         generated = self._generated.get(_id(cls), frozenset())
@@ -1042,7 +1038,7 @@ class Capabilities:
                 continue
             if instance and not shadowed and _hasattr(_type(entry), "__set__"):
                 continue
-            if library_class(klass) or name in all_names_called():
+            if library_class(klass) or name in ALL_NAMES_CALLED:
                 return klass  # (the C code of Python's own types reads no name on the object: a list subclass's self.index is the file's)
         return None
 
@@ -1083,62 +1079,6 @@ class Capabilities:
             rewrite.AUGMENTED_ATTRIBUTE: self.augmented_attribute,
             rewrite.AUGMENTED_ITEM: self.augmented_item,
         }
-
-
-_NAMES_CALLED: dict[type, frozenset[str]] = {}
-
-
-def names_called(klass: type) -> frozenset[str]:
-    """Every name the Python code of a library class's special methods may read, and of the methods
-    of its MRO those names lead to (the names of their code, nested code included): what that code
-    can read on an object of the file's."""
-    found = _NAMES_CALLED.get(klass)
-    if found is None:
-        mro = [k for k in _mro_of(klass) if k is not object]
-        names: set[str] = set()
-        pending = [n for k in mro for n in _dict_of(k) if is_dunder(n)]
-        seen: set[str] = set()
-        while pending:
-            name = pending.pop()
-            if name in seen:
-                continue
-            seen.add(name)
-            for k in mro:
-                entry = _dict_of(k).get(name, _ABSENT)
-                function = entry.__func__ if _type(entry) in (staticmethod, classmethod) else _fget(entry) if _type(entry) is property else entry
-                if _type(function) is FunctionType:
-                    codes = [function.__code__]
-                    while codes:
-                        code = codes.pop()
-                        names.update(code.co_names)
-                        pending += code.co_names
-                        codes += [c for c in code.co_consts if _type(c) is CodeType]
-        found = _NAMES_CALLED[klass] = frozenset(names)
-    return found
-
-
-_ALL_NAMES_CALLED: list[frozenset[str]] = []
-
-
-def all_names_called() -> frozenset[str]:
-    """What the Python code of every library class a class of the file's may derive from can read
-    on an object (names_called of each; torch's and numpy's classes count with every name)."""
-    if not _ALL_NAMES_CALLED:
-        classes = [k for k in _all_classes(object) if _id(k) in ALLOWED_BASES and _flags_of(k) & HEAP_TYPE and not library_class(k)]
-        _ALL_NAMES_CALLED.append(frozenset().union(*(names_called(k) for k in classes)))
-    return _ALL_NAMES_CALLED[0]
-
-
-def _all_classes(root: type) -> list[type]:
-    found, pending, seen = [], [root], set()
-    while pending:
-        klass = pending.pop()
-        for sub in type.__subclasses__(klass):
-            if _id(sub) not in seen:
-                seen.add(_id(sub))
-                found.append(sub)
-                pending.append(sub)
-    return found
 
 
 def _same_entry(entry: Any, value: Any) -> bool:

@@ -18,13 +18,13 @@ import functools
 import sys
 import typing
 from collections.abc import Callable
-from types import FunctionType, GetSetDescriptorType
+from types import CodeType, FunctionType, GetSetDescriptorType
 from typing import Any, NoReturn
 
 import numpy
 import torch
 
-from .slots import HEAP_TYPE, _dict, _dict_of, _flags_of, _getattr, _id, _isinstance, _module_of, _mro_of, _setattr, _str, _tuple, _type, _type_name
+from .slots import HEAP_TYPE, _dict, _dict_of, _flags_of, _getattr, _id, _isinstance, _module_of, _mro_of, _setattr, _str, _tuple, _type, _type_name, is_dunder
 
 # Special names that hand numpy or torch a raw memory address or run code where the guard does not
 # watch: no class may define them, whatever built it.
@@ -181,16 +181,52 @@ GETTERS = (property, functools.cached_property)  # call a function they hold whe
 TOTAL_ORDERING = frozenset(_id(function) for pairs in functools._convert.values() for _, function in pairs)  # type: ignore[attr-defined]
 
 
-def _allowed_bases() -> frozenset[int]:
-    allowed = {_id(klass) for klass in PLAIN_BASES}
-    for klass in LIBRARY_BASES:
-        allowed |= {_id(k) for k in _mro_of(klass)}
+def _allowed_base_classes() -> list[type]:
+    allowed = [*PLAIN_BASES, *(k for klass in LIBRARY_BASES for k in _mro_of(klass))]
     for module in REVIEWED_MODULES:
-        allowed |= {_id(v) for v in vars(sys.modules[module]).values() if _isinstance(v, type)}
-    return frozenset(allowed)
+        allowed += [v for v in vars(sys.modules[module]).values() if _isinstance(v, type)]
+    return allowed
 
 
-ALLOWED_BASES = _allowed_bases()
+ALLOWED_BASE_CLASSES = _allowed_base_classes()
+ALLOWED_BASES = frozenset(_id(klass) for klass in ALLOWED_BASE_CLASSES)
+
+
+def names_called(klass: type) -> frozenset[str]:
+    """Every name the Python code of a library class's special methods may read, and of the methods
+    of its MRO those names lead to (the names of their code, nested code included): what that code
+    can read on an object of the file's."""
+    found = _NAMES_CALLED.get(klass)
+    if found is None:
+        mro = [k for k in _mro_of(klass) if k is not object]
+        names: set[str] = set()
+        pending = [n for k in mro for n in _dict_of(k) if is_dunder(n)]
+        seen: set[str] = set()
+        while pending:
+            name = pending.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            for k in mro:
+                entry = _dict_of(k).get(name, _ABSENT)
+                function = entry.__func__ if _type(entry) in (staticmethod, classmethod) else entry.fget if _type(entry) is property else entry
+                if _type(function) is FunctionType:
+                    codes = [function.__code__]
+                    while codes:
+                        code = codes.pop()
+                        names.update(code.co_names)
+                        pending += code.co_names
+                        codes += [c for c in code.co_consts if _type(c) is CodeType]
+        found = _NAMES_CALLED[klass] = frozenset(names)
+    return found
+
+
+_NAMES_CALLED: dict[type, frozenset[str]] = {}
+# What the Python code of every library class a class of the file's may derive from can read on an
+# object (torch's and numpy's classes count with every name: allowed.library_class).
+ALL_NAMES_CALLED = frozenset().union(
+    *(names_called(k) for k in ALLOWED_BASE_CLASSES if _flags_of(k) & HEAP_TYPE and _module_of(k).partition(".")[0] not in ("torch", "numpy"))
+)
 
 
 def foreign_base(cls: type, own: Callable[[type], bool]) -> Any:
