@@ -35,7 +35,7 @@ GRADER_MODULES = [
     *(f"grader/child/{name}.py" for name in ("__init__", "guard", "runner", "vjp", "walls", "wire")),
     *(
         f"grader/child/capabilities/{name}.py"
-        for name in ("__init__", "allowed", "arrays", "builtins", "callers", "checks", "classes", "rewrite", "slots", "standins")
+        for name in ("__init__", "allowed", "arrays", "builtins", "callers", "checks", "classes", "relays", "rewrite", "slots", "standins")
     ),
     "grader/formats/__init__.py",
     "grader/formats/text.py",

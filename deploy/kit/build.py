@@ -83,6 +83,7 @@ COPIED = (
     "grader/child/capabilities/builtins.py",
     "grader/child/capabilities/checks.py",
     "grader/child/capabilities/classes.py",
+    "grader/child/capabilities/relays.py",
     "grader/child/capabilities/rewrite.py",
     "grader/child/capabilities/slots.py",
     "grader/child/capabilities/standins.py",

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple, NoReturn
 import torch
 
 from . import vjp, wire
-from .capabilities import allowed, arrays, builtins, callers, checks, classes, rewrite, slots, standins
+from .capabilities import allowed, arrays, builtins, callers, checks, classes, relays, rewrite, slots, standins
 from .guard import TAMPERED, Guard
 from .vjp import vector_jacobian
 
@@ -545,7 +545,7 @@ def serve(config: dict[str, Any], requests: io.BufferedReader, results: io.Buffe
     sys.argv[:] = [os.path.basename(submission)]  # the channel's descriptors are nobody's business
     torch.set_num_threads(1)
     # Armed for good while the grader checks the policy: the first call finds everything imported.
-    protected = [sys.modules[__name__], wire, vjp, allowed, arrays, builtins, callers, checks, classes, rewrite, slots, standins]
+    protected = [sys.modules[__name__], wire, vjp, allowed, arrays, builtins, callers, checks, classes, relays, rewrite, slots, standins]
     guard.arm(protect=protected, gradient=config["gradient"])
     # What runs after the submission's code is bound now, in this frame, whose names the
     # submission cannot replace; the guard's check shows whether what they use was replaced.

@@ -9,6 +9,8 @@
 - builtins.py: the restricted built-ins and the stand-in for `type`;
 - callers.py: who called the file's special method: the interpreter may, numpy's and torch's C code
   may not;
+- relays.py: a callable of someone else's handed to the file as a value comes as a relay, which
+  checks who called it, as the file's own functions do;
 - standins.py: the library functions the file gets checked versions of (conversions copy);
 - classes.py: what any class's namespace may hold, whatever built it;
 - slots.py: reads through the built-in types' own slots.

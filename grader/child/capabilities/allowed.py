@@ -171,7 +171,7 @@ def _unlisted(allowed: Allowed, builtin_names: Any = ()) -> dict[int, str]:
             if name.startswith("_"):
                 continue
             consider(f"{prefix}.{name}", value)
-            if isinstance(value, type):
+            if isinstance(value, type) and (library_class(value) or _id(value) not in named):  # (an allowed class of Python's: its public names)
                 for member, inner in list(_dict_of(value).items()):
                     if not member.startswith("_"):
                         consider(f"{prefix}.{name}.{member}", inner)

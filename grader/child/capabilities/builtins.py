@@ -54,7 +54,8 @@ def restricted_builtins(caps: Any, allowed: Iterable[str]) -> dict[str, Any]:
     def vars(*args: Any) -> dict[str, Any]:  # noqa: A001
         if len(args) != 1 or not caps.owned_somewhere(args[0]) or _isinstance(args[0], FunctionType):
             caps.refuse("vars() of anything but an instance or class of the file's own")
-        namespace = {k: v for k, v in _dict(_getattr(args[0], "__dict__")).items() if _type(v) is not ClassOnly}
+        # (a copy: its callables of others', dataclasses' methods, as their relays: checks.py)
+        namespace = {k: caps.relayed(v) for k, v in _dict(_getattr(args[0], "__dict__")).items() if _type(v) is not ClassOnly}
         if _type(namespace.get("__dataclass_fields__")) is _dict:  # a copy: dataclasses reads fields by the names there
             namespace["__dataclass_fields__"] = _dict(namespace["__dataclass_fields__"])
         return namespace
@@ -82,7 +83,7 @@ def restricted_builtins(caps: Any, allowed: Iterable[str]) -> dict[str, Any]:
         for item in fromlist:
             if item == "*":
                 caps.refuse(f"the import of * from {name}")
-            _setattr(chosen, item, caps.getattr(module, item))
+            _setattr(chosen, item, caps.getvalue(module, item))
         return chosen
 
     def __build_class__(func: Any, name: str, *bases: Any, **kwargs: Any) -> Any:

@@ -69,6 +69,7 @@ from .classes import (
     inert,
     is_sunder,
 )
+from .relays import describe, is_relay, make_relay, relay_target
 from .slots import (
     HEAP_TYPE,
     _dict,
@@ -144,6 +145,9 @@ _POINT = collections.namedtuple("_POINT", "x")
 _PROTO_HOOK = next(c for c in typing.Protocol.__init_subclass__.__func__.__code__.co_consts if getattr(c, "co_name", "") == "_proto_hook")
 LIBRARY_MADE_CODE = frozenset({_POINT.__repr__.__code__, _POINT.__getnewargs__.__code__, typing._no_init_or_replace_init.__code__, _PROTO_HOOK})  # type: ignore[attr-defined]
 _PLAIN_C_DESCRIPTORS = (type(_POINT.x), MemberDescriptorType, GetSetDescriptorType)
+# A callable object that is also a context manager (torch.no_grad()) or subscripted (typing.Optional)
+# stays itself: `with` and `[...]` need it, and its call hands back a wrapper or raises.
+MORE_THAN_CALLABLE = frozenset({"__enter__", "__getitem__"})
 _LRU_CACHE = type(functools.cache(len))  # functools' C wrapper; its __wrapped__ is set once, by functools itself
 CACHEABLE = frozenset({"__call__", "__hash__"})  # special methods a cache may stand for: no walk of numpy's or torch's calls them
 _GRAD_MODES = (torch.no_grad, torch.enable_grad, torch.inference_mode, torch.set_grad_enabled)
@@ -251,6 +255,7 @@ class Capabilities:
         self._substituted_kinds: set[int] = {_id(kind) for kind in BOUND_METHODS}  # judged as the read of their name (_by_identity)
         self._unlisted = self.allowed.unlisted  # id of a public object of the allowed modules no list names -> its path
         self._substituted_kinds |= self.allowed.unlisted_kinds  # their classes' values are judged by identity
+        self._not_plain: set[int] = set(self._substituted_kinds)  # those, and the kinds of callables handed out as relays
         for original, replacement in stand_ins(self):
             self._substitute(original, replacement)
         self.guarded_type = guarded_type(self)
@@ -262,6 +267,8 @@ class Capabilities:
         check_buffers(self._judge_buffer)
         self._callers = _process_callers()
         self._trusted: dict[int, CodeType] = {}  # the file's code objects whose entries are all checked (trust)
+        self._calls: dict[int, bool] = {}  # id of a class -> whether its objects are callables handed out as relays
+        self._relays: dict[int, tuple[Any, Any]] = {}  # id of a callable that stays (a module's function) -> (it, its relay)
 
     def refuse(self, what: str, name: str = "") -> NoReturn:
         """Refuse `what`, with the rules' advice for `name` (a qualified name) where they have one."""
@@ -271,6 +278,7 @@ class Capabilities:
     def _substitute(self, original: Any, replacement: Any) -> None:
         self._substitutes[_id(original)] = replacement
         self._substituted_kinds.add(_id(_type(original)))
+        self._not_plain.add(_id(_type(original)))
 
     def generated_by_dataclasses(self, klass: type, names: set[str]) -> None:
         """The special names dataclasses put in a class it made (dataclasses.dataclass's stand-in says)."""
@@ -311,6 +319,9 @@ class Capabilities:
         derives from passes unknown attribute reads or writes on to another object (typing's
         aliases do: a private name of the file's own would reach the alias's origin)."""
         if _isinstance(cls, type) and _id(cls) not in self.own_ids:
+            for key, value in [*_dict_of(cls).items()]:
+                if is_relay(value):  # a class holds what was read, as it always did: its entries are judged below
+                    _type.__setattr__(cls, key, relay_target(value))
             self._check_namespace(_type_name(cls), _dict_of(cls), self._generated.get(_id(cls), frozenset()), _mro_of(cls)[1:])
             if super in _mro_of(cls):
                 self.refuse(f"a class ({_type_name(cls)}) derived from super (its lookups are another class's)")
@@ -440,6 +451,7 @@ class Capabilities:
             if not is_dunder(key):
                 continue
             value = namespace[key]
+            value = relay_target(value) if is_relay(value) else value
             if key == "__dict__" and _type(value) is not GetSetDescriptorType:
                 self.refuse(f"a class ({name}) defining __dict__ (library code reads obj.__dict__ as the object's attributes)")
             if key in self.definable or key in generated or value is CLASS_ONLY.get(key):
@@ -589,10 +601,11 @@ class Capabilities:
                 return True
         return False
 
-    def check_value(self, value: Any, what: str, line: int = 0, shallow: bool = False) -> Any:
+    def check_value(self, value: Any, what: str, line: int = 0, shallow: bool = False, relay: bool = True) -> Any:
         """Refuse a value that reaches the interpreter or the grader. Judged by its class, looked up
         by identity (a class of the file's cannot answer for another); a container with its items
-        (shallow: without them, for the walk over them)."""
+        (shallow: without them, for the walk over them). A callable of someone else's comes back
+        as its relay (relays.py), unless `relay` is False (a read called at once)."""
         kind = _type(value)
         kind_id = _id(kind)
         try:
@@ -601,8 +614,14 @@ class Capabilities:
             verdict = self._judge_kind(kind, value)
             self._kinds[kind_id] = verdict
             self._kept_kinds.append(kind)
+            if self._relayed_kind(kind):
+                self._not_plain.add(kind_id)  # (off the short ways of result and loop items)
         if verdict == "":  # the most common: a tensor, a number (the substitutes are functions)
-            return self._by_identity(value, what) if kind_id in self._substituted_kinds else value
+            if kind_id not in self._not_plain:
+                return value
+            if kind_id in self._substituted_kinds:
+                value = self._by_identity(value, what)
+            return self.relayed(value) if relay else value
         if _id(value) in self._unlisted:  # a class or object no list names (torch.UntypedStorage, torch.load)
             path = self._unlisted[_id(value)]
             self.refuse(f"{what}, {path}, which is not on this challenge's allow-list", path)
@@ -629,7 +648,64 @@ class Capabilities:
                 self.refuse(f"{what}, an object of {_module_of(kind)}.{_type_name(kind)}, which no list of this challenge names")
         elif verdict:
             self.refuse(f"{what}, {verdict}")
-        return self._substitutes.get(_id(value), value)
+        value = self._substitutes.get(_id(value), value)
+        return self.relayed(value) if relay else value
+
+    def relayed(self, value: Any, line: int = 0) -> Any:
+        """value, or its relay if it is a callable of someone else's (relays.py): not a class, not a
+        relay, not what runs the file's own functions."""
+        kind = _type(value)
+        calls = self._calls.get(_id(kind))
+        if calls is None:
+            calls = self._relayed_kind(kind)
+        if not calls or self._runs_the_files(value):
+            return value
+        kept = self._relays.get(_id(value))
+        if kept is not None:
+            return kept[1]
+        relay = make_relay(value, self._relay_called, self.relayed)
+        bound_to = _getattr(value, "__self__", None) if kind is BuiltinFunctionType else None
+        if (
+            kind is FunctionType
+            or _id(value) in self.allowed.objects
+            or (kind is BuiltinFunctionType and (bound_to is None or _isinstance(bound_to, ModuleType)))
+        ):
+            self._relays[_id(value)] = (value, relay)  # one that stays: `fn is torch.relu` holds, read after read
+        return relay
+
+    def _relayed_kind(self, kind: type) -> bool:
+        """Whether objects of `kind` are callables handed out as relays: not classes, not the file's own
+        objects (whose __call__ is the file's function, checked at its entry)."""
+        calls = self._calls.get(_id(kind))
+        if calls is None:
+            mro = _mro_of(kind)
+            names = set().union(*(_dict_of(k).keys() for k in mro))
+            calls = "__call__" in names and not issubclass(kind, type) and not names & MORE_THAN_CALLABLE and not any(self._is_own_class(k) for k in mro)
+            self._calls[_id(kind)] = calls
+            self._kept_kinds.append(kind)
+        return calls
+
+    def _runs_the_files(self, value: Any) -> bool:
+        """A relay, or a callable that runs a function of the file's at every call, or hands back what
+        one returned (a functools cache of one): the function checks who called it at its entry."""
+        kind = _type(value)
+        if kind is FunctionType and (is_relay(value) or _dict.__contains__(vars(value), "__mro_entries__")):
+            return True  # (typing.NamedTuple and TypedDict, functions that a class statement takes as bases)
+        if kind is MethodType or kind is staticmethod:
+            return self._runs_the_files(value.__func__)
+        if kind is _LRU_CACHE:
+            return self._is_own_function(_dict_get(vars(value), "__wrapped__", None))
+        return self._method_of_the_file(value)
+
+    def _relay_called(self, target: Any) -> None:
+        """A relay starts: refused if library C code called it (callers.py), as a function of the file's is."""
+        library = self._callers.library_between(_getframe(1), self._is_files)
+        if library is not None:
+            self.refuse(
+                f"{describe(target)}, which your file handed on as a value, run by {_library_name(library)}'s C code while it holds memory "
+                "your code could free (the items of a list it walks): call it from your own code, and hand numpy and torch numbers, "
+                "lists of numbers and tensors"
+            )
 
     def _own_memory(self, array: Any, what: str) -> None:
         """A numpy array of numbers whose memory is numpy's own. No array of Python objects: numpy
@@ -886,8 +962,13 @@ class Capabilities:
             self.refuse(f"the __new__ of the metaclass {_type_name(obj if _isinstance(obj, type) else _type(obj))}, written in C")
         if _isinstance(obj, ModuleType) and _id(value) in self.allowed.objects:
             return self._substitutes.get(_id(value), value)  # an object the lists name, read where they name it
-        value = self.check_value(value, f"the attribute {name}")
+        value = self.check_value(value, f"the attribute {name}", relay=False)
         return self._class_list(name, value) if name in CLASS_LISTS else value
+
+    def getvalue(self, obj: Any, name: str, line: int = 0) -> Any:
+        """obj.name read as a value, not called at once: a callable of someone else's comes as its relay."""
+        value = self.getattr(obj, name, line)
+        return value if self._calls.get(_id(_type(value))) is False else self.relayed(value)
 
     def _class_list(self, name: str, value: Any) -> Any:
         """A class's __mro__ and __bases__, and what its mro() returns, hold classes (a metaclass's,
@@ -909,11 +990,21 @@ class Capabilities:
         `type`, a class it built, an object of one)."""
         kind_id = _id(_type(value))
         try:  # check_value's common case, in this call (see getattr)
-            if self._kinds[kind_id] == "" and kind_id not in self._substituted_kinds:
+            if self._kinds[kind_id] == "" and kind_id not in self._not_plain:
                 return value
         except KeyError:
             pass
         return self.check_value(value, "a value a call returned")
+
+    def result_read(self, value: Any, line: int = 0) -> Any:
+        """What a call returned, read from at once (make().field): checked as result() checks, with no relay."""
+        kind_id = _id(_type(value))
+        try:
+            if self._kinds[kind_id] == "" and kind_id not in self._not_plain:
+                return value
+        except KeyError:
+            pass
+        return self.check_value(value, "a value a call returned", relay=False)
 
     def items(self, iterable: Any, shape: Any, line: int = 0) -> Any:
         """The items of a for loop or comprehension, each checked as a call's result is, and the
@@ -927,7 +1018,7 @@ class Capabilities:
         """unpacked(value, 0), its common case decided in this call (see getattr)."""
         kind_id = _id(_type(value))
         try:
-            if self._kinds[kind_id] == "" and kind_id not in self._substituted_kinds:
+            if self._kinds[kind_id] == "" and kind_id not in self._not_plain:
                 return value
         except KeyError:
             pass
@@ -1064,12 +1155,15 @@ class Capabilities:
             "__builtins__": self._builtins,
             "__file__": self.filename,
             rewrite.GETATTR: self.getattr,
+            rewrite.VALUE_ATTRIBUTE: self.getvalue,
+            rewrite.VALUE: self.relayed,
             rewrite.GETITEM: self.getitem,
             rewrite.WRITE: self.write,
             rewrite.OWN_CLASS: self.own_class,
             rewrite.CHECK: self.check,
             rewrite.SUBJECT: self.subject,
             rewrite.RESULT: self.result,
+            rewrite.RESULT_READ: self.result_read,
             rewrite.ITEMS: self.items,
             rewrite.UNPACKED: self.unpacked,
             rewrite.DECORATOR: self.decorator,

@@ -8,6 +8,7 @@ Each rewritten construct calls a name starting with PREFIX, bound in the module'
 """
 
 import ast
+import builtins
 import copy
 from collections.abc import Iterable
 from types import CodeType
@@ -16,12 +17,15 @@ from typing import Any
 PREFIX = "__mlm_"  # names the rewrite adds; a file may not use names starting with it
 NAMES = (
     "getattr", "getitem", "write", "own_class", "check", "subject", "augmented_attribute", "augmented_item", "result", "items",
-    "unpacked", "decorator", "called", "resumed",
+    "unpacked", "decorator", "called", "resumed", "value_attribute", "value", "result_read",
 )  # fmt: skip
-GETATTR, GETITEM, WRITE, OWN_CLASS, CHECK, SUBJECT, AUGMENTED_ATTRIBUTE, AUGMENTED_ITEM, RESULT, ITEMS, UNPACKED, DECORATOR, CALLED, RESUMED = (
-    f"{PREFIX}{n}__" for n in NAMES
-)
+(
+    GETATTR, GETITEM, WRITE, OWN_CLASS, CHECK, SUBJECT, AUGMENTED_ATTRIBUTE, AUGMENTED_ITEM, RESULT, ITEMS, UNPACKED, DECORATOR, CALLED, RESUMED,
+    VALUE_ATTRIBUTE, VALUE, RESULT_READ,
+) = (f"{PREFIX}{n}__" for n in NAMES)  # fmt: skip
 BOUND = f"{PREFIX}bound__"
+# Built-in names read as values (key=len) come through VALUE: a callable of CPython's is handed out as its relay.
+BUILTIN_NAMES = frozenset(name for name in vars(builtins) if not name.startswith("__"))
 
 AUGMENTED = {
     ast.Add: "iadd", ast.Sub: "isub", ast.Mult: "imul", ast.MatMult: "imatmul", ast.Div: "itruediv", ast.FloorDiv: "ifloordiv",
@@ -220,6 +224,13 @@ def _check_bindings(node: ast.AST) -> None:
         node.body[0:0] = _checked_bindings([node.name], "the exception `except ... as {}` bound", node)
 
 
+def _used_at_once(node: ast.expr) -> None:
+    """Mark a read whose value is called, or read from, where it is read (f(x), np.add.reduce,
+    make().field): no one else gets it, so a callable of someone else's needs no relay there (checks.py)."""
+    if isinstance(node, (ast.Attribute, ast.Name, ast.Call)):
+        node.used = True  # type: ignore[attr-defined]
+
+
 def _rewrite_child(node: ast.AST) -> ast.AST:
     """The node that replaces `node` in its parent: reads, writes and classes through Capabilities."""
     if isinstance(node, (ast.Call, ast.Yield, ast.YieldFrom, ast.Await)) and not getattr(node, "checked", False):
@@ -227,7 +238,8 @@ def _rewrite_child(node: ast.AST) -> ast.AST:
             return node  # a call the rewrite put here
         node.checked = True  # type: ignore[attr-defined] - visited again as the argument of its check
         if isinstance(node, ast.Call):
-            return _call(RESULT, node, node)
+            _used_at_once(node.func)
+            return _call(RESULT_READ if getattr(node, "used", False) else RESULT, node, node)
         return _call(RESUMED, node, node)  # a generator or coroutine resumed: by whom is checked, as for a special method
     _check_bindings(node)
     if isinstance(node, ast.For) or (isinstance(node, ast.comprehension) and not node.is_async):
@@ -235,12 +247,21 @@ def _rewrite_child(node: ast.AST) -> ast.AST:
     elif isinstance(node, ast.Assign) and all(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
         node.value = _call(UNPACKED, node, node.value, ast.Constant(_shape(node.targets[0])))  # a, (b, c) = ...
     elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        for decorator in node.decorator_list:
+            _used_at_once(decorator)  # (called at once, by the check)
         node.decorator_list = [d if isinstance(d, ast.Name) and d.id.startswith(PREFIX) else _call(DECORATOR, d, d) for d in node.decorator_list]
     if isinstance(node, ast.Attribute):
+        _used_at_once(node.value)
         if isinstance(node.ctx, ast.Load):
-            return _call(GETATTR, node, node.value, ast.Constant(node.attr))
+            return _call(GETATTR if getattr(node, "used", False) else VALUE_ATTRIBUTE, node, node.value, ast.Constant(node.attr))
         node.value = _call(WRITE, node, node.value, ast.Constant(node.attr))
+    elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in BUILTIN_NAMES and not getattr(node, "used", False):
+        node.used = True  # type: ignore[attr-defined] - visited again as the argument of its check
+        return _call(VALUE, node, node)
+    elif isinstance(node, ast.Starred) and isinstance(node.ctx, ast.Load):
+        node.value = _call(ITEMS, node.value, node.value, ast.Constant(0))  # f(*items): each item as a loop's
     elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+        _used_at_once(node.value)
         return _call(GETITEM, node, node.value, node.slice)
     elif isinstance(node, ast.AugAssign) and isinstance(node.target, (ast.Attribute, ast.Subscript)):
         # x.a += v reads x.a where no call can be put: one call reads, combines in place and writes.

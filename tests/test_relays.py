@@ -1,0 +1,103 @@
+"""Relays (grader/child/capabilities/relays.py): a callable of someone else's reaches the file's hands
+as a value only as a relay, which refuses to run under library C code, as the file's own functions
+do. numpy's walk of a list calls the special methods of its items; here a stand-in for library code
+(`Hook`, whose __len__ calls what it was given, as a library base's method calls a name or a stored
+factory) runs the callable inside numpy's walk, with no function of the file's between."""
+
+import textwrap
+
+import numpy
+import pytest
+
+from tests.test_capabilities import run
+
+
+class Hook:
+    """Library code that calls, inside numpy's walk of a list, the callable it was given."""
+
+    def __init__(self, hook: object, *args: object) -> None:
+        self.hook, self.args = hook, args
+
+    def __len__(self) -> int:
+        self.hook(*self.args)
+        return 0
+
+    def __getitem__(self, index: int) -> float:
+        raise IndexError(index)
+
+
+LIBRARY = {"Hook": Hook, "numpy": numpy}
+WALKED = "import functools, operator, itertools\nitems = [1.0, 2.0]\n"
+UNDER_NUMPY = "which your file handed on as a value, run by"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "hook = Hook(items.clear)",  # a bound method read as a value
+        "hook = Hook(list.clear, items)",  # an unbound one
+        "hook = Hook(operator.iadd, items, [0.0] * 100)",  # a module's C function (the list grows: its storage moves)
+        "from operator import iadd\nhook = Hook(iadd, items, [0.0] * 100)",  # imported
+        "hook = Hook(functools.partial(list.clear, items))",  # composed: a call's result
+        "hook = Hook(next, itertools.chain(map(list.clear, [items])))",  # a built-in read as a value
+        "hook = Hook(*map(getattr, [items], ['clear']))",  # unpacked into a call from a map of CPython's
+        "for method in map(getattr, [items], ['clear']):\n    hook = Hook(method)",  # a loop's item
+        "methods = {'m': items.clear}\nhook = Hook(methods['m'])",  # an item
+        "def pass_on(method):\n    return Hook(method)\nhook = next(map(pass_on, map(getattr, [items], ['clear'])))",  # bound by library code
+    ],
+)
+def test_a_callable_handed_on_as_a_value_does_not_run_inside_numpys_walk(source):
+    # numpy swallows what __len__ raises; the refusal is recorded all the same (and ends the run in the child)
+    walk = "\ntry:\n    numpy.array([hook], dtype=float)\nexcept (TypeError, ValueError):\n    pass"
+    namespace, found = run(WALKED + textwrap.dedent(source) + walk, LIBRARY)
+    assert found and UNDER_NUMPY in found[0] and "numpy" in found[0], found
+    assert namespace["items"] == [1.0, 2.0]  # refused before it ran
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "hook = Hook(items.clear)\nhook.hook()",  # the file's own code calls it: it runs
+        "empty = list(map(list.clear, [items]))",  # CPython's C code calls it for the file (map, sorted, reduce)
+        "functools.reduce(operator.add, [1, 2])\nempty = sorted([items], key=list.clear)",
+    ],
+)
+def test_a_relay_runs_where_the_files_code_or_cpythons_calls_it(source):
+    namespace, found = run(WALKED + textwrap.dedent(source), LIBRARY)
+    assert found == [] and namespace["items"] == []
+
+
+def test_a_container_a_call_returns_may_not_hold_a_callable_no_relay_stands_for():
+    # a class called by CPython's map makes callables no relay stands for; what a relay returns comes as a relay
+    _, found = run(WALKED + "getters = list(map(operator.itemgetter, [0]))", LIBRARY)
+    assert found and "a container holding itemgetter" in found[0]
+    namespace, found = run(WALKED + "methods = list(map(getattr, [items], ['clear']))", LIBRARY)
+    assert found == [] and [(type(m).__name__, m.__name__) for m in namespace["methods"]] == [("function", "clear")]  # a relay
+
+
+@pytest.mark.parametrize(
+    "source, value",
+    [
+        ("class Block:\n    act = torch.tanh\n    def f(self, x):\n        return self.act(x)\nvalue = Block().f(torch.zeros(2)).tolist()", [0.0, 0.0]),
+        ("class Row(list):\n    push = list.append\nr = Row()\nr.push(3)\nvalue = r", [3]),  # a method descriptor still binds
+        ("fn = torch.tanh\nvalue = (fn is torch.tanh, fn == torch.tanh, {fn: 1}[torch.tanh])", (True, True, 1)),
+        ("from math import sqrt\nvalue = [sqrt(4.0), *map(sqrt, [9.0])]", [2.0, 3.0]),
+        ("value = sorted(['aaa', 'b', 'cc'], key=len) + list(map(str.strip, [' d ']))", ["b", "cc", "aaa", "d"]),
+        ("import functools, operator\nvalue = functools.reduce(operator.mul, [2, 3, 4])", 24),
+        ("out = []\npush = out.append\nfor i in range(3):\n    push(i)\nvalue = out", [0, 1, 2]),
+        ("import functools\nadd2 = functools.partial(torch.add, alpha=2)\nvalue = add2(torch.ones(1), torch.ones(1)).item()", 3.0),
+        ("import dataclasses\n@dataclasses.dataclass\nclass C:\n    act: object = torch.tanh\nvalue = C().act(torch.zeros(1)).item()", 0.0),
+        ("from typing import NamedTuple, Optional\nclass P(NamedTuple):\n    x: Optional[int] = None\nvalue = P(2).x", 2),
+        (
+            "grad_off = torch.no_grad()\nwith grad_off:\n    y = x * 2\nwith torch.no_grad():\n    z = x * 3\nvalue = (y.requires_grad, z.requires_grad)",
+            (False, False),
+        ),
+        ("class K:\n    __hash__ = object.__hash__\nvalue = hash(K()) != 0", True),
+        ("import functools\nclass L:\n    @functools.cache\n    def __call__(self, n):\n        return n + 1\nvalue = L()(1)", 2),
+        ("shape = (2, 3)\nvalue = list(torch.zeros(*shape).shape)", [2, 3]),
+    ],
+)
+def test_honest_code_with_callables_as_values_runs_as_before(source, value):
+    namespace, found = run(source)
+    assert found == []
+    assert namespace["value"] == value
