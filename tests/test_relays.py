@@ -80,6 +80,7 @@ def test_a_container_a_call_returns_may_not_hold_a_callable_no_relay_stands_for(
     [
         ("class Block:\n    act = torch.tanh\n    def f(self, x):\n        return self.act(x)\nvalue = Block().f(torch.zeros(2)).tolist()", [0.0, 0.0]),
         ("class Row(list):\n    push = list.append\nr = Row()\nr.push(3)\nvalue = r", [3]),  # a method descriptor still binds
+        ("import enum, functools\nclass Act(enum.Enum):\n    TANH = functools.partial(torch.tanh)\nvalue = Act.TANH.value(torch.zeros(1)).item()", 0.0),
         ("fn = torch.tanh\nvalue = (fn is torch.tanh, fn == torch.tanh, {fn: 1}[torch.tanh])", (True, True, 1)),
         ("from math import sqrt\nvalue = [sqrt(4.0), *map(sqrt, [9.0])]", [2.0, 3.0]),
         ("value = sorted(['aaa', 'b', 'cc'], key=len) + list(map(str.strip, [' d ']))", ["b", "cc", "aaa", "d"]),

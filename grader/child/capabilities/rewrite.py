@@ -247,6 +247,10 @@ def _rewrite_child(node: ast.AST) -> ast.AST:
     elif isinstance(node, ast.Assign) and all(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
         node.value = _call(UNPACKED, node, node.value, ast.Constant(_shape(node.targets[0])))  # a, (b, c) = ...
     elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(node, ast.ClassDef):  # a class holds what its statement assigns, judged there (own_class): no relay
+            for statement in node.body:
+                if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+                    _used_at_once(statement.value)
         for decorator in node.decorator_list:
             _used_at_once(decorator)  # (called at once, by the check)
         node.decorator_list = [d if isinstance(d, ast.Name) and d.id.startswith(PREFIX) else _call(DECORATOR, d, d) for d in node.decorator_list]
