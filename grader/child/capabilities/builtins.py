@@ -83,7 +83,7 @@ def restricted_builtins(caps: Any, allowed: Iterable[str]) -> dict[str, Any]:
         for item in fromlist:
             if item == "*":
                 caps.refuse(f"the import of * from {name}")
-            _setattr(chosen, item, caps.getvalue(module, item))
+            _setattr(chosen, item, caps.getattr(module, item))  # (read as a value later, through the rewrite's VALUE)
         return chosen
 
     def __build_class__(func: Any, name: str, *bases: Any, **kwargs: Any) -> Any:

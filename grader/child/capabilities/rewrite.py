@@ -231,7 +231,7 @@ def _used_at_once(node: ast.expr) -> None:
         node.used = True  # type: ignore[attr-defined]
 
 
-def _rewrite_child(node: ast.AST) -> ast.AST:
+def _rewrite_child(node: ast.AST, value_names: frozenset[str] = BUILTIN_NAMES) -> ast.AST:
     """The node that replaces `node` in its parent: reads, writes and classes through Capabilities."""
     if isinstance(node, (ast.Call, ast.Yield, ast.YieldFrom, ast.Await)) and not getattr(node, "checked", False):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.startswith(PREFIX):
@@ -259,7 +259,7 @@ def _rewrite_child(node: ast.AST) -> ast.AST:
         if isinstance(node.ctx, ast.Load):
             return _call(GETATTR if getattr(node, "used", False) else VALUE_ATTRIBUTE, node, node.value, ast.Constant(node.attr))
         node.value = _call(WRITE, node, node.value, ast.Constant(node.attr))
-    elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in BUILTIN_NAMES and not getattr(node, "used", False):
+    elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in value_names and not getattr(node, "used", False):
         node.used = True  # type: ignore[attr-defined] - visited again as the argument of its check
         return _call(VALUE, node, node)
     elif isinstance(node, ast.Starred) and isinstance(node.ctx, ast.Load):
@@ -335,6 +335,11 @@ def transform(tree: ast.Module) -> ast.Module:
     # Under `from __future__ import annotations` annotations are never run, only kept as text, which
     # dataclasses reads (ClassVar, InitVar): they stay as written.
     future = any(isinstance(n, ast.ImportFrom) and n.module == "__future__" and any(a.name == "annotations" for a in n.names) for n in tree.body)
+    # Names a built-in or `from m import f` binds are read as values through VALUE (a callable of someone
+    # else's comes as a relay); called where they are read, they are the import's own objects, which
+    # library code that looks at its caller's frame needs (collections.namedtuple names the module so).
+    imported = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names}
+    value_names = BUILTIN_NAMES | frozenset(imported)
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
@@ -346,10 +351,10 @@ def transform(tree: ast.Module) -> ast.Module:
             if isinstance(value, list):
                 for index, item in enumerate(value):
                     if isinstance(item, ast.AST):
-                        value[index] = replaced = _rewrite_child(item)
+                        value[index] = replaced = _rewrite_child(item, value_names)
                         stack.append(replaced)
             elif isinstance(value, ast.AST):
-                replaced = _rewrite_child(value)
+                replaced = _rewrite_child(value, value_names)
                 setattr(node, field, replaced)
                 stack.append(replaced)
     return ast.fix_missing_locations(tree)
