@@ -39,6 +39,24 @@ def f(a):
 PRELUDE_LINES = PRELUDE.count("\n")
 
 
+VMAPPED_FUNCTION = """
+class Square(torch.autograd.Function):
+    generate_vmap_rule = True
+    @staticmethod
+    def forward(x, k):
+        return x * x * k
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+        ctx.k = inputs[1]
+        SETUP
+    @staticmethod
+    def backward(ctx, g, *rest):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g * ctx.k, None
+""".replace("SETUP", "pass")
+
+
 class Refused(RuntimeError):
     pass
 
@@ -391,6 +409,12 @@ def test_a_class_pattern_capture_is_checked_before_its_body():
         ("g = torch.manual_seed(0)\ny = torch.randn(2, generator=g).shape", "y == (2,)"),
         # in-place methods on tensors the file made
         ("z = torch.zeros(2, 3)\nz.add_(1).mul_(x).gt_(0.5)\ny = z.dtype", "y == torch.float32"),
+        # an autograd Function under torch.vmap with generate_vmap_rule: its context is functorch's wrapper of the real one
+        (
+            VMAPPED_FUNCTION + "w = torch.ones(3, 2, requires_grad=True)\ntorch.vmap(Square.apply, in_dims=(0, None))(w, 3.0).sum().backward()\n"
+            "y = w.grad.tolist()",
+            "y == [[6.0, 6.0]] * 3",
+        ),  # fmt: skip
     ],
 )
 def test_honest_code_runs_unchanged(source, check):
@@ -858,3 +882,18 @@ def test_a_listed_function_torch_wraps_after_the_lists_were_resolved_is_still_al
     assert "after the lazy import: []" in lines, done.stdout
     refused = next(line for line in lines if line.startswith("a wrapper of another function:"))
     assert "torch.manual_seed" in refused and "allow-list" in refused, refused
+
+
+@pytest.mark.parametrize(
+    "setup, named",
+    [
+        ("ctx.next_functions", "next_functions"),  # the real context's names off the lists, read through the wrapper
+        ("ctx.mark_dirty(inputs[0])", "mark_dirty"),
+        ("ctx._pt_inner_ctx", "_pt_inner_ctx"),  # the wrapper's own
+        ("ctx.materialize_grads = False", "materialize_grads"),  # written through it: as on the real context
+    ],
+)
+def test_functorchs_wrapper_of_a_context_is_judged_as_the_context_it_wraps(setup, named):
+    source = VMAPPED_FUNCTION.replace("        pass\n", f"        {setup}\n", 1)
+    _, found = run(source + "torch.vmap(Square.apply, in_dims=(0, None))(torch.ones(3, 2), 3.0)", rules=BASE)
+    assert found and named in found[0], found

@@ -118,9 +118,14 @@ LIBRARY_MADE = frozenset(
 # Objects of torch's and numpy's own classes that may be in the file's hands (made by the calls the
 # lists allow), and nothing else of theirs: a storage, a graph node, a generator, a flat iterator,
 # an operator packet are refused as values.
+# torch.vmap over an autograd Function with generate_vmap_rule = True hands its setup_context and
+# backward a wrapper of the real context, which passes reads and writes on to it: each is judged as
+# on the context it wraps (Capabilities._context_behind).
+WRAPPED_CONTEXT = torch._functorch.autograd_function.WrappedCtx
+_INNER_CONTEXT = "_pt_inner_ctx"
 VALUE_CLASSES = (
     torch.Tensor, torch.Size, torch.dtype, torch.device, torch.layout, torch.memory_format, torch.finfo, torch.iinfo,
-    numpy.ndarray, numpy.generic, numpy.dtype, numpy.finfo, numpy.iinfo, numpy.random.Generator, numpy.ufunc,
+    numpy.ndarray, numpy.generic, numpy.dtype, numpy.finfo, numpy.iinfo, numpy.random.Generator, numpy.ufunc, WRAPPED_CONTEXT,
 )  # fmt: skip
 VALUE_MODULES = ("torch.return_types", "numpy.linalg._linalg", "torch.autograd.function")  # their classes' instances too (results, contexts)
 TORCH_SIZE = torch.Size  # a tuple of ints, by construction
@@ -555,6 +560,9 @@ class Capabilities:
             verdict = None
         if verdict is None or (verdict and verdict != "class"):
             self.check_value(obj, "an object")
+        if _isinstance(obj, WRAPPED_CONTEXT) and not is_dunder(name):
+            self.check_name(_context_behind(obj), name)  # (its own save_for_backward and saved_tensors do the context's job)
+            return
         if name[:1] == "_":
             if is_dunder(name):
                 if name not in self.readable_dunders and not (name == "__setattr__" and obj is object):  # (its stand-in: standins.py)
@@ -1080,6 +1088,9 @@ class Capabilities:
     def write(self, obj: Any, name: str, line: int = 0) -> Any:
         """obj itself, if the file may set or delete its attribute `name`: on its own objects, any
         name but a special one; on a library object, only what the `writable` list names."""
+        if _isinstance(obj, WRAPPED_CONTEXT) and not is_dunder(name):
+            self.write(_context_behind(obj), name)  # its __setattr__ passes the write on
+            return obj
         if is_dunder(name):
             self.refuse(f"a change to the special attribute {name}")
         if is_sunder(name) and issubclass(obj if _isinstance(obj, type) else _type(obj), enum.Enum):
@@ -1173,6 +1184,15 @@ class Capabilities:
             rewrite.AUGMENTED_ATTRIBUTE: self.augmented_attribute,
             rewrite.AUGMENTED_ITEM: self.augmented_item,
         }
+
+
+def _context_behind(wrapper: Any) -> Any:
+    """The autograd context a functorch wrapper passes reads and writes on to (read with object's own
+    __getattribute__: no code of the wrapper's runs)."""
+    inner = wrapper
+    while _isinstance(inner, WRAPPED_CONTEXT):
+        inner = object.__getattribute__(inner, _INNER_CONTEXT)
+    return inner
 
 
 def _same_entry(entry: Any, value: Any) -> bool:
