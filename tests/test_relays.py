@@ -44,6 +44,8 @@ UNDER_NUMPY = "which your file handed on as a value, run by"
         "for method in map(getattr, [items], ['clear']):\n    hook = Hook(method)",  # a loop's item
         "methods = {'m': items.clear}\nhook = Hook(methods['m'])",  # an item
         "def pass_on(method):\n    return Hook(method)\nhook = next(map(pass_on, map(getattr, [items], ['clear'])))",  # bound by library code
+        "class Raw:\n    clear = list.clear\n    hook = Hook(clear, items)\nhook = Raw.hook",  # a name a class body bound, read there
+        "class Raw:\n    step = next\n    hook = Hook(functools.partial(step, map(list.clear, [items])))\nhook = Raw.hook",
     ],
 )
 def test_a_callable_handed_on_as_a_value_does_not_run_inside_numpys_walk(source):

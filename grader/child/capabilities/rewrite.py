@@ -224,6 +224,21 @@ def _check_bindings(node: ast.AST) -> None:
         node.body[0:0] = _checked_bindings([node.name], "the exception `except ... as {}` bound", node)
 
 
+def _class_bound_names(klass: ast.ClassDef) -> set[str]:
+    """The names a class body binds in its own scope (assignments, loops, imports, definitions)."""
+    bound: set[str] = set()
+    for node in [n for statement in klass.body for n in [statement, *_own_scope(statement)]]:
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).partition(".")[0])
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bound.add(node.name)
+    return bound
+
+
 def _used_at_once(node: ast.expr) -> None:
     """Mark a read whose value is called, or read from, where it is read (f(x), np.add.reduce,
     make().field): no one else gets it, so a callable of someone else's needs no relay there (checks.py)."""
@@ -247,10 +262,17 @@ def _rewrite_child(node: ast.AST, value_names: frozenset[str] = BUILTIN_NAMES) -
     elif isinstance(node, ast.Assign) and all(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
         node.value = _call(UNPACKED, node, node.value, ast.Constant(_shape(node.targets[0])))  # a, (b, c) = ...
     elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        if isinstance(node, ast.ClassDef):  # a class holds what its statement assigns, judged there (own_class): no relay
+        if isinstance(node, ast.ClassDef):
+            # A class holds what its statement assigns, judged there (own_class): no relay. The names
+            # its body binds then hold those objects, so each of them read as a value inside the
+            # body (and, harmlessly, anywhere below it) comes through VALUE, as a built-in's does.
             for statement in node.body:
                 if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
                     _used_at_once(statement.value)
+            bound = _class_bound_names(node)
+            for inner in (n for statement in node.body for n in ast.walk(statement)):
+                if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Load) and inner.id in bound:
+                    inner.relayed_name = True  # type: ignore[attr-defined]
         for decorator in node.decorator_list:
             _used_at_once(decorator)  # (called at once, by the check)
         node.decorator_list = [d if isinstance(d, ast.Name) and d.id.startswith(PREFIX) else _call(DECORATOR, d, d) for d in node.decorator_list]
@@ -259,7 +281,12 @@ def _rewrite_child(node: ast.AST, value_names: frozenset[str] = BUILTIN_NAMES) -
         if isinstance(node.ctx, ast.Load):
             return _call(GETATTR if getattr(node, "used", False) else VALUE_ATTRIBUTE, node, node.value, ast.Constant(node.attr))
         node.value = _call(WRITE, node, node.value, ast.Constant(node.attr))
-    elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in value_names and not getattr(node, "used", False):
+    elif (
+        isinstance(node, ast.Name)
+        and isinstance(node.ctx, ast.Load)
+        and (node.id in value_names or getattr(node, "relayed_name", False))
+        and not getattr(node, "used", False)
+    ):
         node.used = True  # type: ignore[attr-defined] - visited again as the argument of its check
         return _call(VALUE, node, node)
     elif isinstance(node, ast.Starred) and isinstance(node.ctx, ast.Load):
