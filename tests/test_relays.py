@@ -9,6 +9,7 @@ import textwrap
 import numpy
 import pytest
 
+from grader.child.capabilities.rewrite import RefusedSyntax
 from tests.test_capabilities import run
 
 
@@ -46,6 +47,9 @@ UNDER_NUMPY = "which your file handed on as a value, run by"
         "def pass_on(method):\n    return Hook(method)\nhook = next(map(pass_on, map(getattr, [items], ['clear'])))",  # bound by library code
         "class Raw:\n    clear = list.clear\n    hook = Hook(clear, items)\nhook = Raw.hook",  # a name a class body bound, read there
         "class Raw:\n    step = next\n    hook = Hook(functools.partial(step, map(list.clear, [items])))\nhook = Raw.hook",
+        # what a class statement assigns, handed out by library code (a NamedTuple's default, in a tuple made by C code)
+        "import typing\nclass Parts(typing.NamedTuple):\n    clear: object = list.clear\n"
+        "hook = Hook(*itertools.chain.from_iterable(itertools.starmap(Parts, [()])), items)",
     ],
 )
 def test_a_callable_handed_on_as_a_value_does_not_run_inside_numpys_walk(source):
@@ -98,9 +102,19 @@ def test_a_container_a_call_returns_may_not_hold_a_callable_no_relay_stands_for(
         ("class K:\n    __hash__ = object.__hash__\nvalue = hash(K()) != 0", True),
         ("import functools\nclass L:\n    @functools.cache\n    def __call__(self, n):\n        return n + 1\nvalue = L()(1)", 2),
         ("shape = (2, 3)\nvalue = list(torch.zeros(*shape).shape)", [2, 3]),
+        ("import typing\nclass Cfg(typing.NamedTuple):\n    act: object = torch.tanh\nvalue = Cfg().act(torch.zeros(1)).item()", 0.0),
     ],
 )
 def test_honest_code_with_callables_as_values_runs_as_before(source, value):
     namespace, found = run(source)
     assert found == []
     assert namespace["value"] == value
+
+
+def test_an_import_inside_a_class_statement_is_refused_before_it_runs():
+    # (the names it binds would be the class's, kept as the import reads them)
+    for source in ("class Ops:\n    from operator import iadd", "class Ops:\n    if True:\n        from operator import iadd"):
+        with pytest.raises(RefusedSyntax, match="inside a class statement"):
+            run(source)
+    _, found = run("class Ops:\n    def f(self):\n        from operator import iadd\n        return iadd\nvalue = Ops().f()")
+    assert found == []  # (a method's import binds the method's own names)

@@ -69,7 +69,7 @@ from .classes import (
     inert,
     is_sunder,
 )
-from .relays import describe, is_relay, make_relay, relay_target
+from .relays import HeldRelay, describe, is_relay, make_relay, relay_target
 from .slots import (
     HEAP_TYPE,
     _dict,
@@ -274,6 +274,7 @@ class Capabilities:
         self._trusted: dict[int, CodeType] = {}  # the file's code objects whose entries are all checked (trust)
         self._calls: dict[int, bool] = {}  # id of a class -> whether its objects are callables handed out as relays
         self._relays: dict[int, tuple[Any, Any]] = {}  # id of a callable that stays (a module's function) -> (it, its relay)
+        self._calls[_id(HeldRelay)] = False
 
     def refuse(self, what: str, name: str = "") -> NoReturn:
         """Refuse `what`, with the rules' advice for `name` (a qualified name) where they have one."""
@@ -325,8 +326,10 @@ class Capabilities:
         aliases do: a private name of the file's own would reach the alias's origin)."""
         if _isinstance(cls, type) and _id(cls) not in self.own_ids:
             for key, value in [*_dict_of(cls).items()]:
-                if is_relay(value):  # a class holds what was read, as it always did: its entries are judged below
-                    _type.__setattr__(cls, key, relay_target(value))
+                if is_relay(value):  # the very entry a class it derives from holds (__hash__ = object.__hash__): that entry
+                    entry = next((_dict_of(k)[key] for k in _mro_of(cls)[1:] if _same_entry(_dict_of(k).get(key, _ABSENT), relay_target(value))), None)
+                    if entry is not None:
+                        _type.__setattr__(cls, key, entry)
             self._check_namespace(_type_name(cls), _dict_of(cls), self._generated.get(_id(cls), frozenset()), _mro_of(cls)[1:])
             if super in _mro_of(cls):
                 self.refuse(f"a class ({_type_name(cls)}) derived from super (its lookups are another class's)")
@@ -366,6 +369,7 @@ class Capabilities:
         generated = self._generated.get(_id(cls), frozenset())
         enum_class = issubclass(cls, enum.Enum)
         for key, value in [*namespace.items()]:  # a mappingproxy's own items (its class is C's)
+            value = relay_target(value) if is_relay(value) else value  # (judged as what it stands for)
             if key in CLASS_BOOKKEEPING or key in METACLASS_MADE or value is CLASS_ONLY.get(key) or (enum_class and is_sunder(key) and key not in ENUM_HOOKS):
                 continue  # data, or what the library's own metaclass set (enum's _EnumDict refuses other _sunder_ names)
             inner = value
@@ -1004,6 +1008,16 @@ class Capabilities:
             pass
         return self.check_value(value, "a value a call returned")
 
+    def class_value(self, value: Any, line: int = 0) -> Any:
+        """What a class statement assigns, checked as any value: a callable of someone else's comes as a
+        relay that keeps the meaning it had in a class, a function for a descriptor (list.append binds
+        as a method), a HeldRelay for the rest (torch.tanh binds as nothing; an Enum makes a
+        functools.partial a member)."""
+        checked = self.check_value(value, "what a class statement assigns")
+        if checked is not value and is_relay(checked) and not _hasattr(_type(value), "__get__"):
+            return HeldRelay(checked)
+        return checked
+
     def result_read(self, value: Any, line: int = 0) -> Any:
         """What a call returned, read from at once (make().field): checked as result() checks, with no relay."""
         kind_id = _id(_type(value))
@@ -1175,6 +1189,7 @@ class Capabilities:
             rewrite.SUBJECT: self.subject,
             rewrite.RESULT: self.result,
             rewrite.RESULT_READ: self.result_read,
+            rewrite.CLASS_VALUE: self.class_value,
             rewrite.ITEMS: self.items,
             rewrite.UNPACKED: self.unpacked,
             rewrite.DECORATOR: self.decorator,

@@ -43,12 +43,38 @@ def make_relay(target: Any, check: Callable[[Any], None], relayed: Callable[[Any
 RELAY_CODE = make_relay(len, len, len).__code__
 
 
+class HeldRelay:
+    """The relay a class statement holds for a callable that is no descriptor (torch.tanh, a
+    functools.partial): an object, not a function, so that the class keeps the meaning the callable
+    had there (no method binds it; an Enum makes it a member). A function relay stands for one that
+    is a descriptor (list.append binds as a method, as the relay does)."""
+
+    __slots__ = ("_relay",)
+
+    def __init__(self, relay: FunctionType) -> None:
+        self._relay = relay
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._relay(*args, **kwargs)
+
+    @property
+    def __name__(self) -> str:  # type: ignore[override]
+        return self._relay.__name__
+
+    @property
+    def __doc__(self) -> str | None:  # type: ignore[override]
+        return self._relay.__doc__
+
+
 def is_relay(value: Any) -> bool:
-    return _type(value) is FunctionType and value.__code__ is RELAY_CODE
+    kind = _type(value)
+    return (kind is FunctionType and value.__code__ is RELAY_CODE) or kind is HeldRelay
 
 
-def relay_target(relay: FunctionType) -> Any:
+def relay_target(relay: Any) -> Any:
     """What a relay stands for (read from its closure: the file cannot read a closure)."""
+    if _type(relay) is HeldRelay:
+        relay = HeldRelay._relay.__get__(relay)  # type: ignore[attr-defined]
     cells = dict(zip(relay.__code__.co_freevars, relay.__closure__ or (), strict=True))
     return cells["target"].cell_contents
 

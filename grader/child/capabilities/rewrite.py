@@ -17,11 +17,11 @@ from typing import Any
 PREFIX = "__mlm_"  # names the rewrite adds; a file may not use names starting with it
 NAMES = (
     "getattr", "getitem", "write", "own_class", "check", "subject", "augmented_attribute", "augmented_item", "result", "items",
-    "unpacked", "decorator", "called", "resumed", "value_attribute", "value", "result_read",
+    "unpacked", "decorator", "called", "resumed", "value_attribute", "value", "result_read", "class_value",
 )  # fmt: skip
 (
     GETATTR, GETITEM, WRITE, OWN_CLASS, CHECK, SUBJECT, AUGMENTED_ATTRIBUTE, AUGMENTED_ITEM, RESULT, ITEMS, UNPACKED, DECORATOR, CALLED, RESUMED,
-    VALUE_ATTRIBUTE, VALUE, RESULT_READ,
+    VALUE_ATTRIBUTE, VALUE, RESULT_READ, CLASS_VALUE,
 ) = (f"{PREFIX}{n}__" for n in NAMES)  # fmt: skip
 BOUND = f"{PREFIX}bound__"
 # Built-in names read as values (key=len) come through VALUE: a callable of CPython's is handed out as its relay.
@@ -263,12 +263,18 @@ def _rewrite_child(node: ast.AST, value_names: frozenset[str] = BUILTIN_NAMES) -
         node.value = _call(UNPACKED, node, node.value, ast.Constant(_shape(node.targets[0])))  # a, (b, c) = ...
     elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         if isinstance(node, ast.ClassDef):
-            # A class holds what its statement assigns, judged there (own_class): no relay. The names
-            # its body binds then hold those objects, so each of them read as a value inside the
-            # body (and, harmlessly, anywhere below it) comes through VALUE, as a built-in's does.
+            # What a class statement assigns goes through CLASS_VALUE: a callable of someone else's
+            # as the relay that keeps its meaning in a class (checks.py). Each name its body binds,
+            # read as a value inside the body (and, harmlessly, anywhere below it), comes through
+            # VALUE, as a built-in's does.
             for statement in node.body:
                 if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
                     _used_at_once(statement.value)
+                    statement.value = _call(CLASS_VALUE, statement.value, statement.value)
+                elif not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    for inner in [statement, *_own_scope(statement)]:
+                        if isinstance(inner, ast.ImportFrom):
+                            raise RefusedSyntax(inner.lineno, "`from ... import` inside a class statement (import at the top of the file)")
             bound = _class_bound_names(node)
             for inner in (n for statement in node.body for n in ast.walk(statement)):
                 if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Load) and inner.id in bound:
