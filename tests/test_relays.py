@@ -103,6 +103,20 @@ def test_a_container_a_call_returns_may_not_hold_a_callable_no_relay_stands_for(
         ("import functools\nclass L:\n    @functools.cache\n    def __call__(self, n):\n        return n + 1\nvalue = L()(1)", 2),
         ("shape = (2, 3)\nvalue = list(torch.zeros(*shape).shape)", [2, 3]),
         ("import typing\nclass Cfg(typing.NamedTuple):\n    act: object = torch.tanh\nvalue = Cfg().act(torch.zeros(1)).item()", 0.0),
+        # set on a class after its statement, as a class statement would keep it
+        (
+            "class Block:\n    pass\nBlock.act = torch.tanh\nsetattr(Block, 'exp', torch.exp)\nb = Block()\n"
+            "value = (b.act(torch.zeros(1)) + b.exp(torch.zeros(1))).item()",
+            1.0,
+        ),
+        ("class Row(list):\n    pass\nRow.push = list.append\nr = Row()\nr.push(3)\nvalue = r", [3]),
+        # a functools.partial of what the file holds stays a partial
+        (
+            "import functools\nrow_sum = functools.partial(torch.sum, dim=-1, keepdim=True)\n"
+            "value = (isinstance(row_sum, functools.partial), row_sum.func is torch.sum, row_sum.keywords['dim'], row_sum(torch.ones(2, 3)).tolist())",
+            (True, True, -1, [[3.0], [3.0]]),
+        ),
+        ("fn = torch.exp\nvalue = f'{fn.__module__}.{fn.__name__}'", "torch.exp"),
     ],
 )
 def test_honest_code_with_callables_as_values_runs_as_before(source, value):

@@ -69,7 +69,7 @@ from .classes import (
     inert,
     is_sunder,
 )
-from .relays import HeldRelay, describe, is_relay, make_relay, relay_target
+from .relays import ClassWrites, HeldRelay, describe, held, is_relay, make_relay, relay_target
 from .slots import (
     HEAP_TYPE,
     _dict,
@@ -705,6 +705,8 @@ class Capabilities:
             return True  # (typing.NamedTuple and TypedDict, functions that a class statement takes as bases)
         if kind is MethodType or kind is staticmethod:
             return self._runs_the_files(value.__func__)
+        if kind is functools.partial:  # (it calls what it holds: a relay, or a function of the file's)
+            return self._runs_the_files(value.func)
         if kind is _LRU_CACHE:
             return self._is_own_function(_dict_get(vars(value), "__wrapped__", None))
         return self._method_of_the_file(value)
@@ -1013,10 +1015,7 @@ class Capabilities:
         relay that keeps the meaning it had in a class, a function for a descriptor (list.append binds
         as a method), a HeldRelay for the rest (torch.tanh binds as nothing; an Enum makes a
         functools.partial a member)."""
-        checked = self.check_value(value, "what a class statement assigns")
-        if checked is not value and is_relay(checked) and not _hasattr(_type(value), "__get__"):
-            return HeldRelay(checked)
-        return checked
+        return held(self.check_value(value, "what a class statement assigns"))
 
     def result_read(self, value: Any, line: int = 0) -> Any:
         """What a call returned, read from at once (make().field): checked as result() checks, with no relay."""
@@ -1122,7 +1121,7 @@ class Capabilities:
                     "and library code calls it on the object where your code does not run (call your attribute something else)"
                 )
             if base is None and not self._library_member(obj, name):
-                return obj
+                return ClassWrites(obj) if _isinstance(obj, type) else obj  # (a class keeps a relay as a class statement would: held)
         if not _isinstance(obj, type | ModuleType) and name[:1] != "_":
             found = class_entry(_type(obj), name)
             if found is not None and _id(found[1]) in self.allowed.writable:

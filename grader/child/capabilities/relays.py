@@ -31,7 +31,7 @@ def make_relay(target: Any, check: Callable[[Any], None], relayed: Callable[[Any
         check(target)
         return relayed(target(*args, **kwargs))
 
-    for name in ("__name__", "__qualname__"):
+    for name in ("__name__", "__qualname__", "__module__"):
         value = _getattr(target, name, None)
         if _type(value) is _str:
             setattr(relay, name, value)
@@ -64,6 +64,30 @@ class HeldRelay:
     @property
     def __doc__(self) -> str | None:  # type: ignore[override]
         return self._relay.__doc__
+
+
+def held(value: Any) -> Any:
+    """What a class keeps for `value`: a relay of a callable that is no descriptor as a HeldRelay
+    (torch.tanh set on a class binds as nothing), anything else as it is."""
+    if _type(value) is FunctionType and value.__code__ is RELAY_CODE and not hasattr(_type(relay_target(value)), "__get__"):
+        return HeldRelay(value)
+    return value
+
+
+class ClassWrites:
+    """What `Class.name = value` stores into, for a class of the file's: the value as the class keeps
+    it (held), through the class's own setattr."""
+
+    __slots__ = ("_class",)
+
+    def __init__(self, klass: type) -> None:
+        object.__setattr__(self, "_class", klass)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(ClassWrites._class.__get__(self), name, held(value))  # type: ignore[attr-defined]
+
+    def __delattr__(self, name: str) -> None:
+        delattr(ClassWrites._class.__get__(self), name)  # type: ignore[attr-defined]
 
 
 def is_relay(value: Any) -> bool:
