@@ -132,3 +132,11 @@ def test_an_import_inside_a_class_statement_is_refused_before_it_runs():
             run(source)
     _, found = run("class Ops:\n    def f(self):\n        from operator import iadd\n        return iadd\nvalue = Ops().f()")
     assert found == []  # (a method's import binds the method's own names)
+
+
+def test_a_dataclass_field_may_not_take_a_callable_of_a_base_class_as_its_default():
+    # dataclasses reads getattr(cls, name) for a field's default, out of the checks' sight
+    _, found = run("import dataclasses\n@dataclasses.dataclass\nclass Row(list):\n    clear: object")
+    assert found and "a dataclass field named 'clear', which list defines" in found[0]
+    namespace, found = run("import dataclasses\nclass Base:\n    eps = 1e-5\n@dataclasses.dataclass\nclass Norm(Base):\n    eps: float\nvalue = Norm().eps")
+    assert found == [] and namespace["value"] == 1e-5  # plain data a base holds is a default as before

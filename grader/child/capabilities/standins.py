@@ -201,6 +201,16 @@ def _get_origin(caps: Any) -> list[tuple[Any, Any]]:
 # -- dataclasses ------------------------------------------------------------------------------------------
 
 
+def _owner_of(klass: type, name: str) -> Any:
+    """The first class after `klass` in its MRO whose dictionary holds `name` (not a dataclass's own
+    field, which dataclasses itself looks up), or None."""
+    for base in _mro_of(klass)[1:]:
+        namespace = _dict_of(base)
+        if name in namespace and name not in namespace.get("__dataclass_fields__", {}):
+            return base
+    return None
+
+
 def _dataclasses(caps: Any) -> list[tuple[Any, Any]]:
     def dataclass(cls: Any = None, /, **kwargs: Any) -> Any:
         """dataclasses.dataclass, once the class's field names are checked to be names:
@@ -213,6 +223,13 @@ def _dataclasses(caps: Any) -> list[tuple[Any, Any]]:
                     caps.refuse(f"a dataclass field named {name!r} (dataclasses compiles its fields' names into code)")
                 if caps.unjudged_name_refused(name, klass):  # dataclasses' own code (asdict, replace, __match_args__) reads fields unchecked
                     caps.refuse(f"a dataclass field named {name!r}, a name the rules refuse on some objects (call the field something else)")
+                owner = _owner_of(klass, name) if _isinstance(klass, type) and name not in _dict_of(klass) else None
+                if owner is not None and caps.relayed(_dict_of(owner)[name]) is not _dict_of(owner)[name]:
+                    # dataclasses takes getattr(cls, name) for the default: a class it derives from would hand in its own callable
+                    caps.refuse(
+                        f"a dataclass field named {name!r}, which {_type_name(owner)} defines: the field would take its "
+                        f"{_type_name(owner)}.{name} as a default (call the field something else)"
+                    )
             checked = {
                 *fields,
                 *(n for base in (_mro_of(klass)[1:] if _isinstance(klass, type) else ()) for n in _dict_of(base).get("__dataclass_fields__", {})),
