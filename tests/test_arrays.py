@@ -78,3 +78,32 @@ def test_a_refusal_that_returns_still_ends_the_process():
         [sys.executable, "-c", RUN.replace("os._exit(7)", "return"), "numpy.array([Mine()])"], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert (done.returncode, done.stdout) == (9, "REFUSED\n"), done.stderr[-2000:]
+
+
+CONSTRUCTOR_REFUSES = """
+import sys
+import numpy
+from grader.child.capabilities import arrays
+
+arrays.check_buffers(lambda array: None)
+for _ in range(2000):  # each time numpy refuses: an exception, never what the stack held (a freed object, a crash)
+    for make in (
+        lambda: numpy.ndarray((2,), numpy.float64, buffer=numpy.zeros(2), offset=8, strides=(8,)),
+        lambda: numpy.ndarray((4,), numpy.float64, buffer=numpy.broadcast_to(numpy.zeros(1), (4,))),
+        lambda: numpy.ndarray(shape=(2,), dtype=numpy.float64, buffer=numpy.zeros(1)),
+    ):
+        try:
+            make()
+        except SystemError:
+            pass
+        else:
+            sys.exit("an array came back")
+made = numpy.ndarray((3,), numpy.float64, buffer=numpy.arange(3.0))
+print(made.tolist(), sys.getrefcount(made))
+"""
+
+
+def test_the_checked_constructor_hands_back_no_array_where_numpy_refuses_to_make_one():
+    done = subprocess.run([sys.executable, "-c", CONSTRUCTOR_REFUSES], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["[0.0,", "1.0,", "2.0]", "2"]  # and the array made holds one reference, its name's

@@ -41,7 +41,13 @@ from typing import Any, NoReturn
 import numpy
 
 # newfunc: PyObject *tp_new(PyTypeObject *subtype, PyObject *args, PyObject *kwds); kwds may be NULL.
+# Called (numpy's own): what it returns, or numpy's exception raised in Python. Installed (the check):
+# an address, so that a failure can be NULL; an exception raised in a ctypes callback is lost, and the
+# caller would get whatever the stack held in its result's place.
 _NEWFUNC = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object, ctypes.py_object, ctypes.c_void_p)
+_NEWFUNC_SLOT = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.py_object, ctypes.c_void_p)
+_INCREF = ctypes.pythonapi.Py_IncRef
+_INCREF.argtypes, _INCREF.restype = [ctypes.py_object], None
 
 
 class _TypeObject(ctypes.Structure):
@@ -124,15 +130,21 @@ def check_buffers(judge: Callable[[Any], None]) -> None:
     slot = _type_object(numpy.ndarray)
     original = _NEWFUNC(slot.tp_new)
 
-    def checked_new(subtype: Any, args: tuple, kwds: int | None) -> Any:
-        made = original(subtype, args, kwds)
+    def checked_new(subtype: Any, args: tuple, kwds: int | None) -> int:
+        """The new array's address, with a reference the caller owns; 0 (NULL) where numpy refused
+        to make it: the caller raises SystemError (numpy's own exception cannot leave a callback)."""
+        try:
+            made = original(subtype, args, kwds)
+        except BaseException:  # noqa: BLE001 - numpy's ValueError or TypeError: no array, and nothing stale handed back
+            return 0
         try:  # every array it made, buffer or not: whether a buffer was given is numpy's parse to know, not ours
             _JUDGE[0](made)
         except BaseException:  # noqa: BLE001 - a refusal that raises (where it does not end the run, as in tests): it is recorded, and the array is not handed out
-            return numpy.empty(0)  # (an exception cannot leave a ctypes callback: it would be lost)
-        return made
+            made = numpy.empty(0)
+        _INCREF(made)
+        return id(made)
 
-    replacement = _NEWFUNC(checked_new)
+    replacement = _NEWFUNC_SLOT(checked_new)
     address = ctypes.cast(replacement, ctypes.c_void_p).value
     _KEEP.extend([original, checked_new, replacement])
     before = slot.tp_new
