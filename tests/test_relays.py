@@ -140,3 +140,13 @@ def test_a_dataclass_field_may_not_take_a_callable_of_a_base_class_as_its_defaul
     assert found and "a dataclass field named 'clear', which list defines" in found[0]
     namespace, found = run("import dataclasses\nclass Base:\n    eps = 1e-5\n@dataclasses.dataclass\nclass Norm(Base):\n    eps: float\nvalue = Norm().eps")
     assert found == [] and namespace["value"] == 1e-5  # plain data a base holds is a default as before
+
+
+def test_a_file_cannot_make_a_relay_of_its_own_choosing():
+    # type() of a relay a class holds is the grader's class; it holds nothing but a relay (not the file's function)
+    source = (
+        "class Block:\n    act = torch.tanh\ndef mine():\n    pass\n"
+        "try:\n    type(vars(Block)['act'])(mine)\n    value = 'made'\nexcept TypeError as e:\n    value = str(e)"
+    )
+    namespace, found = run(source)
+    assert found == [] and namespace["value"] == "a HeldRelay holds a relay"

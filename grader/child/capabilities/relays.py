@@ -52,6 +52,8 @@ class HeldRelay:
     __slots__ = ("_relay",)
 
     def __init__(self, relay: FunctionType) -> None:
+        if _type(relay) is not FunctionType or relay.__code__ is not RELAY_CODE:
+            raise TypeError("a HeldRelay holds a relay")  # (type(held)(f) would stand for anything the file chose)
         self._relay = relay
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
