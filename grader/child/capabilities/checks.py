@@ -69,7 +69,7 @@ from .classes import (
     inert,
     is_sunder,
 )
-from .relays import ClassWrites, HeldRelay, describe, held, is_relay, make_relay, relay_target
+from .relays import ClassWrites, HeldRelay, describe, held, is_relay, make_relay, relay_target, unrelayed
 from .slots import (
     HEAP_TYPE,
     _dict,
@@ -369,7 +369,7 @@ class Capabilities:
         generated = self._generated.get(_id(cls), frozenset())
         enum_class = issubclass(cls, enum.Enum)
         for key, value in [*namespace.items()]:  # a mappingproxy's own items (its class is C's)
-            value = relay_target(value) if is_relay(value) else value  # (judged as what it stands for)
+            value = unrelayed(value)  # (judged as what it stands for)
             if key in CLASS_BOOKKEEPING or key in METACLASS_MADE or value is CLASS_ONLY.get(key) or (enum_class and is_sunder(key) and key not in ENUM_HOOKS):
                 continue  # data, or what the library's own metaclass set (enum's _EnumDict refuses other _sunder_ names)
             inner = value
@@ -459,8 +459,7 @@ class Capabilities:
                 self.refuse(f"a class ({name}) built from a namespace with a key that is not a str itself")
             if not is_dunder(key):
                 continue
-            value = namespace[key]
-            value = relay_target(value) if is_relay(value) else value
+            value = unrelayed(namespace[key])
             if key == "__dict__" and _type(value) is not GetSetDescriptorType:
                 self.refuse(f"a class ({name}) defining __dict__ (library code reads obj.__dict__ as the object's attributes)")
             if key in self.definable or key in generated or value is CLASS_ONLY.get(key):
@@ -667,10 +666,7 @@ class Capabilities:
         """value, or its relay if it is a callable of someone else's (relays.py): not a class, not a
         relay, not what runs the file's own functions."""
         kind = _type(value)
-        calls = self._calls.get(_id(kind))
-        if calls is None:
-            calls = self._relayed_kind(kind)
-        if not calls or self._runs_the_files(value):
+        if not self._relayed_kind(kind) or self._runs_the_files(value):
             return value
         kept = self._relays.get(_id(value))
         if kept is not None:
@@ -1002,13 +998,16 @@ class Capabilities:
     def result(self, value: Any, line: int = 0) -> Any:
         """What a call returned (a library's function may return what no read would give: the real
         `type`, a class it built, an object of one)."""
+        return self._returned(value, relay=True)
+
+    def _returned(self, value: Any, relay: bool) -> Any:
         kind_id = _id(_type(value))
         try:  # check_value's common case, in this call (see getattr)
             if self._kinds[kind_id] == "" and kind_id not in self._not_plain:
                 return value
         except KeyError:
             pass
-        return self.check_value(value, "a value a call returned")
+        return self.check_value(value, "a value a call returned", relay=relay)
 
     def class_value(self, value: Any, line: int = 0) -> Any:
         """What a class statement assigns, checked as any value: a callable of someone else's comes as a
@@ -1019,13 +1018,7 @@ class Capabilities:
 
     def result_read(self, value: Any, line: int = 0) -> Any:
         """What a call returned, read from at once (make().field): checked as result() checks, with no relay."""
-        kind_id = _id(_type(value))
-        try:
-            if self._kinds[kind_id] == "" and kind_id not in self._not_plain:
-                return value
-        except KeyError:
-            pass
-        return self.check_value(value, "a value a call returned", relay=False)
+        return self._returned(value, relay=False)
 
     def items(self, iterable: Any, shape: Any, line: int = 0) -> Any:
         """The items of a for loop or comprehension, each checked as a call's result is, and the

@@ -97,6 +97,11 @@ def is_relay(value: Any) -> bool:
     return (kind is FunctionType and value.__code__ is RELAY_CODE) or kind is HeldRelay
 
 
+def unrelayed(value: Any) -> Any:
+    """What a relay stands for, or the value itself."""
+    return relay_target(value) if is_relay(value) else value
+
+
 def relay_target(relay: Any) -> Any:
     """What a relay stands for (read from its closure: the file cannot read a closure)."""
     if _type(relay) is HeldRelay:

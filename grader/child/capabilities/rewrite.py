@@ -224,21 +224,6 @@ def _check_bindings(node: ast.AST) -> None:
         node.body[0:0] = _checked_bindings([node.name], "the exception `except ... as {}` bound", node)
 
 
-def _class_bound_names(klass: ast.ClassDef) -> set[str]:
-    """The names a class body binds in its own scope (assignments, loops, imports, definitions)."""
-    bound: set[str] = set()
-    for node in [n for statement in klass.body for n in [statement, *_own_scope(statement)]]:
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            bound.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, ast.alias):
-            bound.add((node.asname or node.name).partition(".")[0])
-        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
-            bound.add(node.name)
-    return bound
-
-
 def _used_at_once(node: ast.expr) -> None:
     """Mark a read whose value is called, or read from, where it is read (f(x), np.add.reduce,
     make().field): no one else gets it, so a callable of someone else's needs no relay there (checks.py)."""
@@ -264,9 +249,8 @@ def _rewrite_child(node: ast.AST, value_names: frozenset[str] = BUILTIN_NAMES) -
     elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         if isinstance(node, ast.ClassDef):
             # What a class statement assigns goes through CLASS_VALUE: a callable of someone else's
-            # as the relay that keeps its meaning in a class (checks.py). Each name its body binds,
-            # read as a value inside the body (and, harmlessly, anywhere below it), comes through
-            # VALUE, as a built-in's does.
+            # as the relay that keeps its meaning in a class (checks.py), so the names its body
+            # binds hold relays too.
             for statement in node.body:
                 if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
                     _used_at_once(statement.value)
@@ -275,10 +259,6 @@ def _rewrite_child(node: ast.AST, value_names: frozenset[str] = BUILTIN_NAMES) -
                     for inner in [statement, *_own_scope(statement)]:
                         if isinstance(inner, ast.ImportFrom):
                             raise RefusedSyntax(inner.lineno, "`from ... import` inside a class statement (import at the top of the file)")
-            bound = _class_bound_names(node)
-            for inner in (n for statement in node.body for n in ast.walk(statement)):
-                if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Load) and inner.id in bound:
-                    inner.relayed_name = True  # type: ignore[attr-defined]
         for decorator in node.decorator_list:
             _used_at_once(decorator)  # (called at once, by the check)
         node.decorator_list = [d if isinstance(d, ast.Name) and d.id.startswith(PREFIX) else _call(DECORATOR, d, d) for d in node.decorator_list]
@@ -287,12 +267,7 @@ def _rewrite_child(node: ast.AST, value_names: frozenset[str] = BUILTIN_NAMES) -
         if isinstance(node.ctx, ast.Load):
             return _call(GETATTR if getattr(node, "used", False) else VALUE_ATTRIBUTE, node, node.value, ast.Constant(node.attr))
         node.value = _call(WRITE, node, node.value, ast.Constant(node.attr))
-    elif (
-        isinstance(node, ast.Name)
-        and isinstance(node.ctx, ast.Load)
-        and (node.id in value_names or getattr(node, "relayed_name", False))
-        and not getattr(node, "used", False)
-    ):
+    elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in value_names and not getattr(node, "used", False):
         node.used = True  # type: ignore[attr-defined] - visited again as the argument of its check
         return _call(VALUE, node, node)
     elif isinstance(node, ast.Starred) and isinstance(node.ctx, ast.Load):
